@@ -1,0 +1,76 @@
+# blkmirror build.  Plain make: the tree is small, the toolchain is gcc + make
+# on every Debian machine, and the test runner is a shell script (HACKING.md).
+#
+#   make            build bin/blkmirror and the unit tests
+#   make check      build, then run the whole suite (tests/run)
+#   make WERROR=1   warnings are errors (CI)
+#   make SAN=1      AddressSanitizer + UndefinedBehaviorSanitizer (CI)
+#   make fuzz       libFuzzer targets (clang)
+
+CC ?= cc
+BUILD ?= build
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
+	-D_GNU_SOURCE -Iinclude -Ilib -Iserver -pthread
+ifeq ($(WERROR),1)
+CFLAGS_BASE += -Werror
+endif
+ifeq ($(SAN),1)
+CFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+BUILD := build-san
+endif
+CFLAGS := $(CFLAGS_BASE) $(EXTRA_CFLAGS)
+LIBS := -luring -lnbd -pthread
+
+LIB_SRC := $(wildcard lib/*.c lib/backends/*.c)
+SERVER_SRC := $(wildcard server/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+BIN := $(BUILD)/blkmirror
+
+all: $(BIN) $(UNIT_BIN) bin/blkmirror
+
+bin/blkmirror: $(BIN)
+	@mkdir -p bin
+	ln -sf ../$(BIN) $@
+
+$(BUILD)/libblkmirror.a: $(LIB_OBJ) $(SERVER_OBJ)
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(BUILD)/libblkmirror.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libblkmirror.a $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libblkmirror.a $(LIBS)
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h lib/*.h server/*.h cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_LIB_SRC := $(filter-out cli/%,$(LIB_SRC) $(SERVER_SRC))
+
+fuzz: $(FUZZ_BIN)
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+	@mkdir -p build-fuzz
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Ilib -Iserver -pthread \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LIB_SRC) $(LIBS)
+
+check: all
+	tests/run
+
+bench: all
+	bench/run
+
+clean:
+	rm -rf build build-san build-fuzz bin
+
+.PHONY: all check bench clean fuzz

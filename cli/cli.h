@@ -1,0 +1,46 @@
+/* The blkmirror command: shared helpers of its verbs. */
+#ifndef BM_CLI_H
+#define BM_CLI_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blkmirror.h"
+
+#define STATE_DIR_DEFAULT "/var/lib/blkmirror"
+
+/* Prints "blkmirror: <msg>" to stderr and returns 1 (the exit status). */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* statedir.c: the list of a mirror's components, one path a line. */
+const char *state_dir(void);
+int state_path(char *buf, size_t len, const char *name, const char *suffix);
+int state_read_components(const char *name, char ***paths, size_t *n);
+int state_write_components(const char *name, char *const *paths, size_t n);
+int state_forget_component(const char *path);
+void state_free(char **paths, size_t n);
+int state_list_mirrors(char ***names, size_t *n);
+
+/* control.c: the running server's control socket (NAME.ctl). */
+struct control_server;
+typedef int (*control_handler)(void *ctx, const char *cmd, char *out,
+                               size_t outlen);
+int control_start(const char *name, control_handler h, void *ctx,
+                  struct control_server **out);
+void control_stop(struct control_server *c);
+/* Sends cmd to the running server; 0 with its reply in out, -ENOENT when
+ * it is not running, other -errno on failure. */
+int control_call(const char *name, const char *cmd, char *out, size_t outlen);
+
+/* Parses a size: digits with an optional k/K, m/M or g/G suffix. */
+int parse_size(const char *s, uint64_t *out);
+
+int cmd_label(int argc, char **argv);
+int cmd_clear(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_configure(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * blkmirror serve: assemble the mirror from its labels and serve it over
+ * NBD in the foreground until SIGTERM/SIGINT or `blkmirror stop`; then drain
+ * in-flight requests, flush, mark the components clean and exit 0.
+ *
+ * Signals are blocked before any thread starts and taken with sigwait() in
+ * the main thread, so no handler ever runs inside the engine.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "nbd_server.h"
+
+static int control_handler_fn(void *ctx, const char *cmd, char *out,
+                              size_t len)
+{
+	bm_mirror *m = ctx;
+	char alg[64];
+	unsigned slice = 0;
+	int n;
+
+	if (strcmp(cmd, "ping") == 0) {
+		snprintf(out, len, "ok\n");
+	} else if (strcmp(cmd, "status") == 0 || strcmp(cmd, "list") == 0) {
+		n = snprintf(out, len, "ok\n");
+		if (cmd[0] == 's')
+			bm_mirror_status(m, out + n, len - (size_t)n);
+		else
+			bm_mirror_list(m, out + n, len - (size_t)n);
+	} else if (sscanf(cmd, "configure %63s %u", alg, &slice) >= 1) {
+		int b = bm_balance_parse(alg);
+		if (b < 0)
+			snprintf(out, len, "error unknown balance algorithm '%s'\n",
+			         alg);
+		else if (bm_mirror_configure(m, b, slice) < 0)
+			snprintf(out, len, "error %s\n", bm_last_error());
+		else
+			snprintf(out, len, "ok\n");
+	} else if (strcmp(cmd, "stop") == 0) {
+		snprintf(out, len, "ok\n");
+		kill(getpid(), SIGTERM);
+	} else {
+		snprintf(out, len, "error unknown control command\n");
+	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, 'S'},
+		{"tcp", required_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sock = NULL, *tcp = NULL, *name;
+	struct control_server *ctl = NULL;
+	struct bm_nbd_server *srv = NULL;
+	bm_mirror *m = NULL;
+	char **paths, reply[64];
+	size_t n;
+	sigset_t set;
+	int opt, sig, err;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "S:T:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'S': sock = optarg; break;
+		case 'T': tcp = optarg; break;
+		default:
+			return cli_fail("usage: blkmirror serve NAME --socket PATH "
+			                "[--tcp HOST:PORT]");
+		}
+	}
+	if (argc - optind != 1 || (!sock && !tcp))
+		return cli_fail("usage: blkmirror serve NAME --socket PATH "
+		                "[--tcp HOST:PORT]");
+	name = argv[optind];
+	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
+		return cli_fail("mirror '%s' is already being served", name);
+	err = state_read_components(name, &paths, &n);
+	if (err == -ENOENT)
+		return cli_fail("no mirror named '%s' in %s; create it with "
+		                "'blkmirror label %s COMPONENT...'", name,
+		                state_dir(), name);
+	if (err < 0)
+		return cli_fail("cannot read the state of '%s': %s", name,
+		                strerror(-err));
+	if (n == 0 || n > BM_MAX_COMPONENTS) {
+		state_free(paths, n);
+		return cli_fail("the state of '%s' lists %zu components", name, n);
+	}
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	err = bm_mirror_open(name, (const char *const *)paths, n, &m);
+	state_free(paths, n);
+	if (err < 0)
+		return cli_fail("%s", bm_last_error());
+	err = bm_nbd_server_start(m, name, sock, tcp, &srv);
+	if (err < 0) {
+		cli_fail("%s", bm_last_error());
+		bm_mirror_close(m);
+		return 1;
+	}
+	err = control_start(name, control_handler_fn, m, &ctl);
+	if (err < 0) {
+		cli_fail("cannot create the control socket in %s: %s",
+		         state_dir(), strerror(-err));
+		bm_nbd_server_stop(srv);
+		bm_mirror_close(m);
+		return 1;
+	}
+	fprintf(stderr, "blkmirror: serving mirror '%s' (%" PRIu64 " bytes)%s%s%s%s\n",
+	        name, bm_mirror_size(m), sock ? " on " : "", sock ? sock : "",
+	        tcp ? " on tcp " : "", tcp ? tcp : "");
+	do {
+		err = sigwait(&set, &sig);
+	} while (err == EINTR);
+	fprintf(stderr, "blkmirror: %s: stopping\n", name);
+	control_stop(ctl);
+	bm_nbd_server_stop(srv);
+	bm_mirror_close(m);
+	fprintf(stderr, "blkmirror: %s: stopped cleanly\n", name);
+	return 0;
+}

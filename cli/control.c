@@ -1,0 +1,190 @@
+/*
+ * The control socket of a running mirror (STATE_DIR/NAME.ctl, mode 0600):
+ * one request a connection, a line of text in ("status", "list",
+ * "configure ALG SLICE", "stop"), text out, then close.  The first line of
+ * the reply is "ok" or "error MESSAGE".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define CTL_REPLY_MAX (256 * 1024)
+
+struct control_server {
+	int fd;
+	int wake[2];
+	char path[108];
+	control_handler handler;
+	void *ctx;
+	pthread_t thread;
+};
+
+static int ctl_addr(const char *name, struct sockaddr_un *sa)
+{
+	char p[4096];
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (state_path(p, sizeof(p), name, ".ctl") < 0 ||
+	    strlen(p) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, p);
+	return 0;
+}
+
+static void serve_one(struct control_server *c, int fd)
+{
+	char cmd[512];
+	size_t got = 0;
+	char *out = malloc(CTL_REPLY_MAX);
+	struct timeval tv = {5, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(cmd) - 1) {
+		ssize_t n = read(fd, cmd + got, sizeof(cmd) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(cmd, '\n', got))
+			break;
+	}
+	cmd[got] = '\0';
+	cmd[strcspn(cmd, "\n")] = '\0';
+	if (out) {
+		c->handler(c->ctx, cmd, out, CTL_REPLY_MAX);
+		size_t len = strlen(out), off = 0;
+		while (off < len) {
+			ssize_t n = send(fd, out + off, len - off, MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+	}
+	free(out);
+	close(fd);
+}
+
+static void *control_main(void *arg)
+{
+	struct control_server *c = arg;
+	struct pollfd pfd[2] = {{.fd = c->fd, .events = POLLIN},
+	                        {.fd = c->wake[0], .events = POLLIN}};
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			serve_one(c, fd);
+	}
+	return NULL;
+}
+
+int control_start(const char *name, control_handler h, void *ctx,
+                  struct control_server **out)
+{
+	struct control_server *c = calloc(1, sizeof(*c));
+	struct sockaddr_un sa;
+	mode_t old;
+
+	if (!c)
+		return -ENOMEM;
+	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST)
+		goto fail;
+	if (ctl_addr(name, &sa) < 0) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		goto fail;
+	unlink(sa.sun_path);
+	old = umask(077);
+	if (bind(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		umask(old);
+		close(c->fd);
+		goto fail;
+	}
+	umask(old);
+	if (listen(c->fd, 16) < 0 || pipe2(c->wake, O_CLOEXEC) < 0) {
+		close(c->fd);
+		goto fail;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", sa.sun_path);
+	c->handler = h;
+	c->ctx = ctx;
+	if (pthread_create(&c->thread, NULL, control_main, c) != 0) {
+		close(c->fd);
+		errno = EAGAIN;
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:;
+	int err = -errno;
+	free(c);
+	return err;
+}
+
+void control_stop(struct control_server *c)
+{
+	char b = 0;
+
+	if (write(c->wake[1], &b, 1) < 0)
+		perror("blkmirror: control wake");
+	pthread_join(c->thread, NULL);
+	close(c->fd);
+	close(c->wake[0]);
+	close(c->wake[1]);
+	unlink(c->path);
+	free(c);
+}
+
+int control_call(const char *name, const char *cmd, char *out, size_t outlen)
+{
+	struct sockaddr_un sa;
+	size_t got = 0;
+	int fd;
+
+	if (ctl_addr(name, &sa) < 0)
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -ENOENT; /* not running (or a stale socket) */
+	}
+	if (send(fd, cmd, strlen(cmd), MSG_NOSIGNAL) < 0 ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	while (got + 1 < outlen) {
+		ssize_t n = read(fd, out + got, outlen - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	out[got] = '\0';
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,149 @@
+/*
+ * blkmirror: a RAID-1 (mirror) block storage engine in user space.
+ *
+ * Public API of libblkmirror.  Every name starts with bm_ / BM_.  Handles are
+ * opaque.  Functions that can fail return 0 or a positive value on success and
+ * -errno on failure; bm_last_error() then gives a one-line message for a human
+ * (thread-local, valid until the next failing call on the same thread).
+ */
+#ifndef BLKMIRROR_H
+#define BLKMIRROR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits. */
+#define BM_NAME_MAX 31          /* mirror name, bytes, without the NUL */
+#define BM_MAX_COMPONENTS 16    /* components in one mirror */
+#define BM_MAX_IO (32u << 20)   /* largest single request, bytes */
+
+/* Read balance algorithms (gmirror's vocabulary). */
+enum bm_balance {
+	BM_BALANCE_ROUND_ROBIN = 0, /* next component in turn */
+	BM_BALANCE_LOAD = 1,        /* least outstanding requests */
+	BM_BALANCE_PREFER = 2,      /* highest priority component */
+	BM_BALANCE_SPLIT = 3,       /* requests > slice split over all */
+	BM_BALANCE_COUNT
+};
+
+/* Returns the algorithm's name ("round-robin", ...) or NULL. */
+const char *bm_balance_name(int balance);
+/* Parses an algorithm name; returns it or -EINVAL. */
+int bm_balance_parse(const char *name);
+
+/* True when name is a valid mirror name (1..31 of [A-Za-z0-9._-], not
+ * starting with '.' or '-'). */
+bool bm_name_valid(const char *name);
+
+/* The message of the last failure on this thread ("" if none). */
+const char *bm_last_error(void);
+
+/* ---- Creating a mirror ------------------------------------------------ */
+
+struct bm_label_params {
+	int balance;        /* enum bm_balance */
+	uint32_t slice;     /* split slice in bytes (power of two, >= 512) */
+	bool no_sync;       /* -n: components are known identical; skip sync */
+};
+
+/*
+ * Writes a label for a new mirror NAME onto each component.  The first
+ * component is the synchronization source; the others start SYNCHRONIZING
+ * unless params->no_sync.  Refuses (without writing anything) if a component
+ * cannot be opened, is too small, or appears twice.
+ */
+int bm_label_write_new(const char *name, const char *const *paths, size_t n,
+                       const struct bm_label_params *params);
+
+/* Reads the mirror name from a component's label into name (at least
+ * BM_NAME_MAX + 1 bytes).  -ENOENT when it has no label. */
+int bm_label_probe(const char *path, char *name, size_t len);
+
+/* One-word state of a component from its label alone, for a mirror that is
+ * not running: "clean", "dirty", "synchronizing 45%", or an error. */
+int bm_label_state(const char *path, const char *name, char *buf, size_t len);
+
+/* Zeroes the label of one component.  Returns -ENOENT if it had none. */
+int bm_label_clear(const char *path);
+
+/* Writes a human-readable dump of the component's label to buf. */
+int bm_label_dump(const char *path, char *buf, size_t len);
+
+/* Rewrites balance/slice in the labels of a mirror that is not running. */
+int bm_label_configure(const char *const *paths, size_t n, int balance,
+                       uint32_t slice);
+
+/* ---- A running mirror -------------------------------------------------- */
+
+typedef struct bm_mirror bm_mirror;
+
+/*
+ * Assembles mirror NAME from the given component paths (the list the state
+ * directory recorded).  Components that are missing, unreadable or belong to
+ * another mirror are left out and reported through bm_mirror_status().  Fails
+ * with a message when no component can serve as a source of the newest data.
+ */
+int bm_mirror_open(const char *name, const char *const *paths, size_t n,
+                   bm_mirror **out);
+
+/* Drains in-flight I/O, stops sync (keeping its checkpoint), flushes, marks
+ * the components clean and frees the mirror. */
+void bm_mirror_close(bm_mirror *m);
+
+/* Size in bytes of the mirror's data area. */
+uint64_t bm_mirror_size(const bm_mirror *m);
+
+/* Sets the read balance algorithm (and slice, if nonzero) at once; persists
+ * it in the labels. */
+int bm_mirror_configure(bm_mirror *m, int balance, uint32_t slice);
+
+/* Asynchronous I/O. */
+enum bm_io_type {
+	BM_IO_READ,
+	BM_IO_WRITE,
+	BM_IO_FLUSH,
+	BM_IO_TRIM,
+	BM_IO_WRITE_ZEROES,
+};
+#define BM_IO_FUA 1u /* write: durable on every component before done */
+
+struct bm_io {
+	enum bm_io_type type;
+	uint32_t flags;     /* BM_IO_FUA */
+	uint64_t offset;
+	uint32_t length;
+	void *buf;          /* read/write data; 4096-aligned is fastest */
+	/* Called exactly once, from any thread, with 0 or -errno. */
+	void (*done)(struct bm_io *io, int result);
+	void *opaque;       /* for the caller */
+};
+
+/*
+ * Starts io.  Returns 0 if io->done will be called, or -errno (io->done will
+ * not be called) for requests that are invalid (out of range, too large).
+ * May block briefly while a synchronization chunk overlaps a write.
+ */
+int bm_mirror_submit(bm_mirror *m, struct bm_io *io);
+
+/* Blocks until every submitted io has completed. */
+void bm_mirror_drain(bm_mirror *m);
+
+/* Writes the gmirror-style status (and per-component detail when verbose)
+ * of a running mirror to buf as text. Returns bytes written or -errno. */
+int bm_mirror_status(bm_mirror *m, char *buf, size_t len);
+
+/* Writes every label field of every component, as `blkmirror list` shows. */
+int bm_mirror_list(bm_mirror *m, char *buf, size_t len);
+
+/* True when a background synchronization is running. */
+bool bm_mirror_syncing(bm_mirror *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

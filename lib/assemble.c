@@ -1,0 +1,546 @@
+/*
+ * Labeling new mirrors and assembling running ones from their labels.
+ *
+ * Assembly decides, from the labels alone, which components hold the newest
+ * data (gmirror's rules):
+ *   - genid is bumped on the survivors when a component fails, syncid on the
+ *     first write while the mirror is degraded: a component with a lower
+ *     (genid, syncid) missed writes and is copied again from offset 0;
+ *   - a component flagged SYNCHRONIZING is never a source: it resumes its
+ *     copy at its checkpoint if the mirror was shut down cleanly, else at 0;
+ *   - if the sources were DIRTY (the server did not stop cleanly) their
+ *     copies may differ where writes were in flight: one source is kept (the
+ *     highest priority, then the lowest index) and the others are copied
+ *     from it.  This makes copies identical; like md and gmirror, it cannot
+ *     prove which copy of an in-flight write is right.
+ * Components that are missing, unreadable, foreign, too small or the same
+ * disk named twice are left out (ABSENT) with the reason kept for status.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "mirror.h"
+
+static uint64_t random_id(void)
+{
+	uint64_t v = 0;
+	while (v == 0)
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+			v = (uint64_t)bm_now_ms() * 2654435761u;
+	return v;
+}
+
+/* Reads and decodes the label of an open backend. */
+static int read_label(struct bm_backend *be, struct bm_label *l)
+{
+	uint8_t *buf;
+	int err;
+
+	if (be->size < BM_MIN_COMPONENT_SIZE)
+		return bm_error(ENOSPC, "%s: too small (%" PRIu64 " bytes; a "
+		                "component needs at least %u)", be->path,
+		                be->size, BM_MIN_COMPONENT_SIZE);
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return bm_error(ENOMEM, "out of memory");
+	err = be->ops->pread_sync(be, buf, BM_LABEL_SIZE,
+	                          bm_label_offset(be->size));
+	if (err < 0) {
+		free(buf);
+		return bm_error(err, "%s: cannot read the label: %s", be->path,
+		                strerror(-err));
+	}
+	err = bm_label_decode(buf, BM_LABEL_SIZE, l);
+	free(buf);
+	if (err < 0) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		return bm_error(err, "%s: %s", be->path, msg);
+	}
+	return 0;
+}
+
+static int write_label_to(struct bm_backend *be, const struct bm_label *l)
+{
+	uint8_t *buf;
+	int err;
+
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return -ENOMEM;
+	bm_label_encode(l, buf);
+	err = be->ops->pwrite_sync(be, buf, BM_LABEL_SIZE,
+	                           bm_label_offset(be->size));
+	if (err == 0)
+		err = be->ops->flush_sync(be);
+	free(buf);
+	return err;
+}
+
+static void close_all(struct bm_backend **be, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (be[i])
+			be[i]->ops->close(be[i]);
+}
+
+int bm_label_write_new(const char *name, const char *const *paths, size_t n,
+                       const struct bm_label_params *p)
+{
+	struct bm_backend *be[BM_MAX_COMPONENTS] = {0};
+	uint64_t data_size = UINT64_MAX, mirror_id = random_id();
+	struct bm_label l;
+	int err = 0;
+
+	if (!bm_name_valid(name))
+		return bm_error(EINVAL, "invalid mirror name '%s': use 1 to %d of "
+		                "letters, digits, '.', '_' and '-', not starting "
+		                "with '.' or '-'", name, BM_NAME_MAX);
+	if (n == 0 || n > BM_MAX_COMPONENTS)
+		return bm_error(EINVAL, "a mirror has 1 to %d components, not %zu",
+		                BM_MAX_COMPONENTS, n);
+	if (p->balance < 0 || p->balance >= BM_BALANCE_COUNT)
+		return bm_error(EINVAL, "unknown balance algorithm");
+	if (p->slice < 512 || p->slice > BM_MAX_IO || (p->slice & (p->slice - 1)))
+		return bm_error(EINVAL, "slice %u is not a power of two from 512 "
+		                "to %u", p->slice, BM_MAX_IO);
+	for (size_t i = 0; i < n; i++) {
+		err = bm_backend_open(paths[i], true, &be[i]);
+		if (err < 0)
+			goto out;
+		if (be[i]->size < BM_MIN_COMPONENT_SIZE) {
+			err = bm_error(ENOSPC, "%s: too small (%" PRIu64 " bytes; a "
+			               "component needs at least %u)", paths[i],
+			               be[i]->size, BM_MIN_COMPONENT_SIZE);
+			goto out;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (bm_backend_same(be[k], be[i])) {
+				err = bm_error(EINVAL, "%s and %s are the same disk",
+				               paths[k], paths[i]);
+				goto out;
+			}
+		err = read_label(be[i], &l);
+		if (err == 0) {
+			err = bm_error(EEXIST, "%s: already a component of mirror "
+			               "'%s'; run 'blkmirror clear %s' first",
+			               paths[i], l.name, paths[i]);
+			goto out;
+		}
+		if (err != -ENOENT)
+			bm_error_clear(); /* a damaged label is overwritten */
+		err = 0;
+		if (bm_data_area(be[i]->size) < data_size)
+			data_size = bm_data_area(be[i]->size);
+	}
+	for (size_t i = 0; i < n; i++) {
+		memset(&l, 0, sizeof(l));
+		l.version = BM_LABEL_VERSION;
+		snprintf(l.name, sizeof(l.name), "%s", name);
+		l.mirror_id = mirror_id;
+		l.component_id = random_id();
+		l.genid = 1;
+		l.syncid = 1;
+		l.seq = 1;
+		l.component_flags = (i > 0 && !p->no_sync) ? BM_CF_SYNCHRONIZING : 0;
+		l.balance = (uint32_t)p->balance;
+		l.slice = p->slice;
+		l.sector_size = 512;
+		l.data_size = data_size;
+		l.component_size = be[i]->size;
+		l.bitmap_offset = bm_label_offset(be[i]->size) -
+		                  (BM_META_SIZE - BM_LABEL_SIZE);
+		l.bitmap_size = 0; /* reserved: no bitmap in version 1 */
+		l.ncomponents = (uint32_t)n;
+		err = write_label_to(be[i], &l);
+		if (err < 0) {
+			err = bm_error(err, "%s: cannot write the label: %s", paths[i],
+			               strerror(-err));
+			/* Undo the labels already written. */
+			uint8_t *zero = calloc(1, BM_LABEL_SIZE);
+			for (size_t k = 0; zero && k < i; k++)
+				be[k]->ops->pwrite_sync(be[k], zero, BM_LABEL_SIZE,
+				                        bm_label_offset(be[k]->size));
+			free(zero);
+			goto out;
+		}
+	}
+out:
+	close_all(be, n);
+	return err;
+}
+
+int bm_label_clear(const char *path)
+{
+	struct bm_backend *be;
+	struct bm_label l;
+	uint8_t *zero;
+	int err = bm_backend_open(path, true, &be);
+
+	if (err < 0)
+		return err;
+	err = read_label(be, &l);
+	if (err == -ENOENT) {
+		err = bm_error(ENOENT, "%s: has no blkmirror label", path);
+		goto out;
+	}
+	/* A damaged label is cleared too: that is what clear is for. */
+	if (be->size < BM_MIN_COMPONENT_SIZE)
+		goto out;
+	zero = calloc(1, BM_LABEL_SIZE);
+	if (!zero) {
+		err = bm_error(ENOMEM, "out of memory");
+		goto out;
+	}
+	err = be->ops->pwrite_sync(be, zero, BM_LABEL_SIZE,
+	                           bm_label_offset(be->size));
+	if (err == 0)
+		err = be->ops->flush_sync(be);
+	free(zero);
+	if (err < 0)
+		err = bm_error(err, "%s: cannot clear the label: %s", path,
+		               strerror(-err));
+out:
+	be->ops->close(be);
+	return err;
+}
+
+int bm_label_probe(const char *path, char *name, size_t len)
+{
+	struct bm_backend *be;
+	struct bm_label l;
+	int err = bm_backend_open(path, false, &be);
+
+	if (err < 0)
+		return err;
+	err = read_label(be, &l);
+	be->ops->close(be);
+	if (err == 0)
+		snprintf(name, len, "%s", l.name);
+	return err;
+}
+
+int bm_label_state(const char *path, const char *name, char *buf, size_t len)
+{
+	struct bm_backend *be;
+	struct bm_label l;
+	int err = bm_backend_open(path, false, &be);
+
+	if (err < 0) {
+		snprintf(buf, len, "ABSENT: %s", bm_last_error());
+		return err;
+	}
+	err = read_label(be, &l);
+	be->ops->close(be);
+	if (err < 0)
+		snprintf(buf, len, "ABSENT: %s", bm_last_error());
+	else if (strcmp(l.name, name) != 0)
+		snprintf(buf, len, "ABSENT: belongs to mirror '%s'", l.name);
+	else if (l.component_flags & BM_CF_SYNCHRONIZING)
+		snprintf(buf, len, "synchronizing %d%%, genid %" PRIu64
+		         ", syncid %" PRIu64, (int)(l.sync_offset * 100 /
+		         l.data_size), l.genid, l.syncid);
+	else
+		snprintf(buf, len, "%s, genid %" PRIu64 ", syncid %" PRIu64,
+		         (l.component_flags & BM_CF_DIRTY) ? "dirty" : "clean",
+		         l.genid, l.syncid);
+	return err;
+}
+
+int bm_label_dump(const char *path, char *buf, size_t len)
+{
+	struct bm_backend *be;
+	struct bm_label l;
+	int err = bm_backend_open(path, false, &be);
+
+	if (err < 0)
+		return err;
+	err = read_label(be, &l);
+	be->ops->close(be);
+	if (err < 0)
+		return err;
+	return bm_label_format(&l, "  ", buf, len);
+}
+
+int bm_label_configure(const char *const *paths, size_t n, int balance,
+                       uint32_t slice)
+{
+	int done = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct bm_backend *be;
+		struct bm_label l;
+		int err = bm_backend_open(paths[i], true, &be);
+		if (err < 0)
+			return err;
+		err = read_label(be, &l);
+		if (err == 0) {
+			l.balance = (uint32_t)balance;
+			if (slice)
+				l.slice = slice;
+			l.seq++;
+			err = write_label_to(be, &l);
+			done++;
+		} else if (err == -ENOENT) {
+			err = 0; /* absent components keep theirs */
+		}
+		be->ops->close(be);
+		if (err < 0)
+			return err;
+	}
+	return done ? 0 : bm_error(ENOENT, "no component has a label");
+}
+
+/* ---- assembly ---- */
+
+static bool newer(const struct bm_label *a, const struct bm_label *b)
+{
+	if (a->genid != b->genid)
+		return a->genid > b->genid;
+	if (a->syncid != b->syncid)
+		return a->syncid > b->syncid;
+	return a->seq > b->seq;
+}
+
+static void absent(struct bm_component *c, const char *why)
+{
+	atomic_store(&c->state, BM_CS_ABSENT);
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	if (c->be) {
+		c->be->ops->close(c->be);
+		c->be = NULL;
+	}
+}
+
+static int choose_states(struct bm_mirror *m, const char *name)
+{
+	struct bm_component *ref = NULL, *source = NULL;
+	bool was_dirty = false;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (atomic_load(&c->state) == BM_CS_ABSENT)
+			continue;
+		if (strcmp(c->label.name, name) != 0) {
+			char why[200];
+			snprintf(why, sizeof(why), "belongs to mirror '%s'",
+			         c->label.name);
+			absent(c, why);
+			continue;
+		}
+		if (!ref || newer(&c->label, &ref->label))
+			ref = c;
+	}
+	if (!ref)
+		return bm_error(ENOENT, "mirror '%s': no component has its label",
+		                name);
+	m->mirror_id = ref->label.mirror_id;
+	m->size = ref->label.data_size;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (atomic_load(&c->state) == BM_CS_ABSENT)
+			continue;
+		if (c->label.mirror_id != m->mirror_id) {
+			absent(c, "labeled for another mirror of the same name");
+			continue;
+		}
+		if (bm_data_area(c->be->size) < m->size) {
+			absent(c, "smaller than the mirror");
+			continue;
+		}
+		for (int k = 0; k < i; k++)
+			if (m->comp[k].be && bm_backend_same(m->comp[k].be, c->be)) {
+				absent(c, "the same disk as another component");
+				break;
+			}
+	}
+	/* The newest generation among components that are not mid-copy. */
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (atomic_load(&c->state) == BM_CS_ABSENT ||
+		    (c->label.component_flags &
+		     (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC | BM_CF_INACTIVE)))
+			continue;
+		if (!source || newer(&c->label, &source->label) ||
+		    (c->label.genid == source->label.genid &&
+		     c->label.syncid == source->label.syncid &&
+		     c->label.priority > source->label.priority))
+			source = c;
+	}
+	if (!source)
+		return bm_error(EIO, "mirror '%s': no component holds the newest "
+		                "data in full (every one present is out of sync "
+		                "or missing); bring back a complete component",
+		                name);
+	m->genid = source->label.genid;
+	m->syncid = source->label.syncid;
+	m->mirror_flags = source->label.mirror_flags;
+	atomic_store(&m->balance, (int)source->label.balance);
+	atomic_store(&m->slice, source->label.slice);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (c->be && (c->label.component_flags & BM_CF_DIRTY) &&
+		    c->label.genid == m->genid && c->label.syncid == m->syncid)
+			was_dirty = true;
+	}
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (atomic_load(&c->state) == BM_CS_ABSENT)
+			continue;
+		bool current = c->label.genid == m->genid &&
+		               c->label.syncid == m->syncid;
+		if (c == source) {
+			atomic_store(&c->state, BM_CS_ACTIVE);
+		} else if (current && (c->label.component_flags &
+		                       BM_CF_SYNCHRONIZING) && !was_dirty) {
+			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
+			atomic_store(&c->sync_offset, c->label.sync_offset);
+		} else if (current && !was_dirty &&
+		           !(c->label.component_flags &
+		             (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC |
+		              BM_CF_INACTIVE))) {
+			atomic_store(&c->state, BM_CS_ACTIVE);
+		} else if (c->label.component_flags & BM_CF_INACTIVE) {
+			absent(c, "inactive");
+		} else {
+			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
+			atomic_store(&c->sync_offset, 0);
+		}
+	}
+	if (was_dirty)
+		fprintf(stderr, "blkmirror: %s: was not stopped cleanly; "
+		        "copying %s over the other components\n", name,
+		        source->path);
+	m->degraded = false;
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			m->degraded = true;
+	return 0;
+}
+
+int bm_mirror_open(const char *name, const char *const *paths, size_t n,
+                   bm_mirror **out)
+{
+	struct bm_mirror *m;
+	int err;
+
+	if (!bm_name_valid(name))
+		return bm_error(EINVAL, "invalid mirror name '%s'", name);
+	if (n == 0 || n > BM_MAX_COMPONENTS)
+		return bm_error(EINVAL, "a mirror has 1 to %d components",
+		                BM_MAX_COMPONENTS);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return bm_error(ENOMEM, "out of memory");
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->ncomp = (int)n;
+	pthread_mutex_init(&m->meta_lock, NULL);
+	bm_rangelock_init(&m->rl);
+	for (size_t i = 0; i < n; i++) {
+		struct bm_component *c = &m->comp[i];
+		c->index = (int)i;
+		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
+		err = bm_backend_open(paths[i], true, &c->be);
+		if (err == 0)
+			err = read_label(c->be, &c->label);
+		if (err < 0) {
+			absent(c, bm_last_error());
+			fprintf(stderr, "blkmirror: %s: leaving out %s\n", name,
+			        bm_last_error());
+		}
+	}
+	err = choose_states(m, name);
+	if (err < 0)
+		goto fail;
+	pthread_mutex_lock(&m->meta_lock);
+	err = bm_meta_write_all_labels(m);
+	pthread_mutex_unlock(&m->meta_lock);
+	if (err < 0) {
+		err = bm_error(err, "mirror '%s': cannot write labels: %s", name,
+		               strerror(-err));
+		goto fail;
+	}
+	err = bm_ctl_start(m);
+	if (err < 0)
+		goto fail;
+	atomic_store(&m->last_write_ms, bm_now_ms());
+	if (!(m->mirror_flags & BM_MF_NOAUTOSYNC))
+		bm_sync_start(m);
+	*out = m;
+	return 0;
+fail:
+	for (int i = 0; i < m->ncomp; i++)
+		if (m->comp[i].be)
+			m->comp[i].be->ops->close(m->comp[i].be);
+	bm_rangelock_destroy(&m->rl);
+	pthread_mutex_destroy(&m->meta_lock);
+	free(m);
+	return err;
+}
+
+void bm_mirror_drain(bm_mirror *m)
+{
+	while (atomic_load(&m->ios_inflight) > 0)
+		usleep(1000);
+}
+
+void bm_mirror_close(bm_mirror *m)
+{
+	bm_sync_stop(m);
+	bm_mirror_drain(m);
+	bm_ctl_stop(m);
+	pthread_mutex_lock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
+			c->be->ops->flush_sync(c->be);
+	}
+	atomic_store(&m->dirty, false);
+	bm_meta_write_all_labels(m);
+	pthread_mutex_unlock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++)
+		if (m->comp[i].be)
+			m->comp[i].be->ops->close(m->comp[i].be);
+	bm_rangelock_destroy(&m->rl);
+	pthread_mutex_destroy(&m->meta_lock);
+	free(m);
+}
+
+uint64_t bm_mirror_size(const bm_mirror *m)
+{
+	return m->size;
+}
+
+int bm_mirror_submit(bm_mirror *m, struct bm_io *io)
+{
+	return bm_io_submit(m, io);
+}
+
+bool bm_mirror_syncing(bm_mirror *m)
+{
+	return atomic_load(&m->sync_running);
+}
+
+int bm_mirror_configure(bm_mirror *m, int balance, uint32_t slice)
+{
+	int err;
+
+	if (balance < 0 || balance >= BM_BALANCE_COUNT)
+		return bm_error(EINVAL, "unknown balance algorithm");
+	if (slice && (slice < 512 || slice > BM_MAX_IO || (slice & (slice - 1))))
+		return bm_error(EINVAL, "slice %u is not a power of two from 512 "
+		                "to %u", slice, BM_MAX_IO);
+	pthread_mutex_lock(&m->meta_lock);
+	atomic_store(&m->balance, balance);
+	if (slice)
+		atomic_store(&m->slice, slice);
+	err = bm_meta_write_all_labels(m);
+	pthread_mutex_unlock(&m->meta_lock);
+	return err < 0 ? bm_error(err, "cannot write labels: %s", strerror(-err))
+	               : 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * Component backends: one ops table, one base struct embedded first in every
+ * implementation (file/blockdev through io_uring, NBD exports, test doubles).
+ *
+ * The data path is asynchronous: submit() starts a request and its done()
+ * callback runs later on a backend thread; no thread waits per request.
+ * Labels are few and small, so they use the synchronous calls.
+ */
+#ifndef BM_BACKEND_H
+#define BM_BACKEND_H
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum bm_bop { BM_BOP_READ, BM_BOP_WRITE, BM_BOP_FLUSH, BM_BOP_TRIM, BM_BOP_ZERO };
+#define BM_BOP_FUA 1u
+
+struct bm_breq {
+	enum bm_bop op;
+	uint32_t flags;       /* BM_BOP_FUA */
+	uint64_t offset;
+	uint32_t length;
+	void *buf;
+	/* Called once, on a backend thread, with 0 or -errno. */
+	void (*done)(struct bm_breq *r, int result);
+	void *opaque;         /* the submitter's */
+	uint32_t progress;    /* backend-private: bytes already transferred */
+};
+
+struct bm_backend;
+
+struct bm_backend_ops {
+	const char *kind;  /* "file", "blockdev", "nbd", ... */
+	/* Starts r; returns 0 (done will be called) or -errno (it will not). */
+	int (*submit)(struct bm_backend *be, struct bm_breq *r);
+	int (*pread_sync)(struct bm_backend *be, void *buf, size_t len,
+	                  uint64_t off);
+	int (*pwrite_sync)(struct bm_backend *be, const void *buf, size_t len,
+	                   uint64_t off);
+	int (*flush_sync)(struct bm_backend *be);
+	/* Waits for in-flight requests, then frees be. */
+	void (*close)(struct bm_backend *be);
+};
+
+struct bm_backend {
+	const struct bm_backend_ops *ops;
+	char path[PATH_MAX];
+	uint64_t size;       /* bytes */
+	bool rotational;
+	dev_t st_dev;        /* identity, to find one disk named twice */
+	ino_t st_ino;
+	dev_t st_rdev;
+};
+
+/*
+ * Opens a component by path (a regular file or a block device).  With
+ * exclusive, takes the lock that keeps a second server away.  Errors say what
+ * is wrong with the path.
+ */
+int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out);
+int bm_file_backend_open(const char *path, bool exclusive,
+                         struct bm_backend **out);
+
+/* True when two open backends are the same disk or file. */
+bool bm_backend_same(const struct bm_backend *a, const struct bm_backend *b);
+
+/* Synchronous helpers built on submit(), for code that must wait. */
+int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
+                       uint32_t len, uint64_t off, uint32_t flags);
+
+#endif

@@ -1,0 +1,525 @@
+/*
+ * Local components: regular files and block devices.
+ *
+ * Reads and writes go through io_uring with one completion ("reaper") thread
+ * per component, so any number of requests can be in flight and no thread
+ * waits per request.  Aligned requests use an O_DIRECT descriptor (no page
+ * cache between the mirror and the disk, so a disk's speed is what the mirror
+ * measures); unaligned ones, and file systems that refuse O_DIRECT (tmpfs),
+ * use a buffered descriptor of the same file.  Linux keeps the two coherent:
+ * direct I/O writes back and invalidates the page cache over its range.
+ *
+ * Where io_uring is unavailable (old kernels, seccomp, or
+ * BLKMIRROR_NO_IO_URING=1) a small thread pool runs the same requests with
+ * plain system calls.  TRIM and WRITE_ZEROES are rare and run as synchronous
+ * calls on the submitting thread in both modes.
+ *
+ * A FUA write is RWF_DSYNC; FLUSH is fdatasync.  TRIM punches a hole in a
+ * file (reads return zeros on every component, so the mirror stays
+ * identical); on a block device it is accepted and ignored, since a discarded
+ * range may read back differently on each disk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../error.h"
+
+#define RING_ENTRIES 256
+#define POOL_THREADS 4
+#define DIRECT_ALIGN 4096u
+#define WAKE_TAG ((uint64_t)1) /* user_data of the NOP that stops the reaper */
+
+struct file_backend {
+	struct bm_backend base;
+	int fd_buffered;
+	int fd_direct;          /* -1 when O_DIRECT is refused */
+	bool is_blockdev;
+	bool use_uring;
+
+	/* io_uring mode */
+	struct io_uring ring;
+	pthread_mutex_t sq_lock; /* protects the submission queue */
+	pthread_t reaper;
+
+	/* thread-pool mode: queue protected by pool_lock */
+	pthread_mutex_t pool_lock;
+	pthread_cond_t pool_cond;
+	struct bm_breq **queue;
+	size_t qhead, qlen, qcap;
+	bool stopping;
+	pthread_t workers[POOL_THREADS];
+
+	atomic_int inflight;
+};
+
+static bool aligned(const struct bm_breq *r)
+{
+	uint64_t pos = r->offset + r->progress;
+	uintptr_t p = (uintptr_t)r->buf + r->progress;
+	return ((pos | (r->length - r->progress) | p) & (DIRECT_ALIGN - 1)) == 0;
+}
+
+static int fd_for(struct file_backend *fb, const struct bm_breq *r)
+{
+	return (fb->fd_direct >= 0 && aligned(r)) ? fb->fd_direct
+	                                          : fb->fd_buffered;
+}
+
+/* Zero a range with writes, for file systems without fallocate modes. */
+static int write_zeros(int fd, uint64_t off, uint64_t len)
+{
+	static const char zeros[65536];
+
+	while (len) {
+		size_t n = len < sizeof(zeros) ? len : sizeof(zeros);
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+/* TRIM and WRITE_ZEROES (and everything, in pool mode) as system calls. */
+static int exec_sync(struct file_backend *fb, struct bm_breq *r)
+{
+	int fd = fb->fd_buffered;
+	uint64_t range[2] = {r->offset, r->length};
+
+	switch (r->op) {
+	case BM_BOP_READ:
+	case BM_BOP_WRITE:
+		while (r->progress < r->length) {
+			char *p = (char *)r->buf + r->progress;
+			size_t n = r->length - r->progress;
+			off_t off = (off_t)(r->offset + r->progress);
+			int rfd = fd_for(fb, r);
+			ssize_t got;
+			if (r->op == BM_BOP_READ) {
+				got = pread(rfd, p, n, off);
+			} else {
+				struct iovec iov = {p, n};
+				got = pwritev2(rfd, &iov, 1, off,
+				               (r->flags & BM_BOP_FUA) ? RWF_DSYNC : 0);
+			}
+			if (got < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			if (got == 0)
+				return -EIO; /* past the end: never in the data area */
+			r->progress += (uint32_t)got;
+		}
+		return 0;
+	case BM_BOP_FLUSH:
+		return fdatasync(fd) < 0 ? -errno : 0;
+	case BM_BOP_TRIM:
+		if (fb->is_blockdev)
+			return 0;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		              (off_t)r->offset, r->length) == 0 ||
+		    errno == EOPNOTSUPP)
+			return 0;
+		return -errno;
+	case BM_BOP_ZERO:
+		if (fb->is_blockdev)
+			return ioctl(fd, BLKZEROOUT, range) < 0 ? -errno : 0;
+		if (fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+		              (off_t)r->offset, r->length) == 0)
+			return 0;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		              (off_t)r->offset, r->length) == 0)
+			return 0;
+		return write_zeros(fd, r->offset, r->length);
+	}
+	return -EINVAL;
+}
+
+/* ---- io_uring mode ---- */
+
+/* Queues the rest of r.  Caller holds sq_lock. */
+static void prep_locked(struct file_backend *fb, struct bm_breq *r)
+{
+	struct io_uring_sqe *sqe;
+
+	while ((sqe = io_uring_get_sqe(&fb->ring)) == NULL)
+		io_uring_submit(&fb->ring);
+	switch (r->op) {
+	case BM_BOP_READ:
+		io_uring_prep_read(sqe, fd_for(fb, r), (char *)r->buf + r->progress,
+		                   r->length - r->progress, r->offset + r->progress);
+		break;
+	case BM_BOP_WRITE:
+		io_uring_prep_write(sqe, fd_for(fb, r),
+		                    (char *)r->buf + r->progress,
+		                    r->length - r->progress, r->offset + r->progress);
+		if (r->flags & BM_BOP_FUA)
+			sqe->rw_flags = RWF_DSYNC;
+		break;
+	default: /* FLUSH */
+		io_uring_prep_fsync(sqe, fb->fd_buffered, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, r);
+}
+
+static void uring_queue(struct file_backend *fb, struct bm_breq *r)
+{
+	pthread_mutex_lock(&fb->sq_lock);
+	prep_locked(fb, r);
+	io_uring_submit(&fb->ring);
+	pthread_mutex_unlock(&fb->sq_lock);
+}
+
+static void finish(struct file_backend *fb, struct bm_breq *r, int result)
+{
+	atomic_fetch_sub(&fb->inflight, 1);
+	r->done(r, result);
+}
+
+static void *reaper_main(void *arg)
+{
+	struct file_backend *fb = arg;
+
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		int err = io_uring_wait_cqe(&fb->ring, &cqe);
+		if (err == -EINTR)
+			continue;
+		if (err < 0)
+			break;
+		uint64_t tag = cqe->user_data;
+		int res = cqe->res;
+		io_uring_cqe_seen(&fb->ring, cqe);
+		if (tag == WAKE_TAG)
+			break;
+		struct bm_breq *r = (struct bm_breq *)(uintptr_t)tag;
+		if (res == -EAGAIN || res == -EINTR) {
+			uring_queue(fb, r);
+			continue;
+		}
+		if (res < 0) {
+			finish(fb, r, res);
+			continue;
+		}
+		if (r->op == BM_BOP_READ || r->op == BM_BOP_WRITE) {
+			if (res == 0) {
+				finish(fb, r, -EIO);
+				continue;
+			}
+			r->progress += (uint32_t)res;
+			if (r->progress < r->length) {
+				uring_queue(fb, r); /* short transfer: the rest */
+				continue;
+			}
+		}
+		finish(fb, r, 0);
+	}
+	return NULL;
+}
+
+/* ---- thread-pool mode ---- */
+
+static void *worker_main(void *arg)
+{
+	struct file_backend *fb = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&fb->pool_lock);
+		while (fb->qlen == 0 && !fb->stopping)
+			pthread_cond_wait(&fb->pool_cond, &fb->pool_lock);
+		if (fb->qlen == 0) {
+			pthread_mutex_unlock(&fb->pool_lock);
+			return NULL;
+		}
+		struct bm_breq *r = fb->queue[fb->qhead];
+		fb->qhead = (fb->qhead + 1) % fb->qcap;
+		fb->qlen--;
+		pthread_mutex_unlock(&fb->pool_lock);
+		finish(fb, r, exec_sync(fb, r));
+	}
+}
+
+static int pool_queue(struct file_backend *fb, struct bm_breq *r)
+{
+	pthread_mutex_lock(&fb->pool_lock);
+	if (fb->qlen == fb->qcap) {
+		size_t ncap = fb->qcap ? fb->qcap * 2 : 64;
+		struct bm_breq **nq = malloc(ncap * sizeof(*nq));
+		if (!nq) {
+			pthread_mutex_unlock(&fb->pool_lock);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < fb->qlen; i++)
+			nq[i] = fb->queue[(fb->qhead + i) % fb->qcap];
+		free(fb->queue);
+		fb->queue = nq;
+		fb->qhead = 0;
+		fb->qcap = ncap;
+	}
+	fb->queue[(fb->qhead + fb->qlen) % fb->qcap] = r;
+	fb->qlen++;
+	pthread_cond_signal(&fb->pool_cond);
+	pthread_mutex_unlock(&fb->pool_lock);
+	return 0;
+}
+
+/* ---- ops ---- */
+
+static int file_submit(struct bm_backend *be, struct bm_breq *r)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+
+	r->progress = 0;
+	atomic_fetch_add(&fb->inflight, 1);
+	if (r->op == BM_BOP_TRIM || r->op == BM_BOP_ZERO) {
+		int res = exec_sync(fb, r);
+		if (res == 0 && (r->flags & BM_BOP_FUA) &&
+		    fdatasync(fb->fd_buffered) < 0)
+			res = -errno;
+		finish(fb, r, res);
+		return 0;
+	}
+	if (fb->use_uring) {
+		uring_queue(fb, r);
+		return 0;
+	}
+	int err = pool_queue(fb, r);
+	if (err)
+		atomic_fetch_sub(&fb->inflight, 1);
+	return err;
+}
+
+static int file_pread_sync(struct bm_backend *be, void *buf, size_t len,
+                           uint64_t off)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fb->fd_buffered, (char *)buf + done, len - done,
+		                  (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int file_pwrite_sync(struct bm_backend *be, const void *buf,
+                            size_t len, uint64_t off)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fb->fd_buffered, (const char *)buf + done,
+		                   len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int file_flush_sync(struct bm_backend *be)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+	return fdatasync(fb->fd_buffered) < 0 ? -errno : 0;
+}
+
+static void file_close(struct bm_backend *be)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+
+	while (atomic_load(&fb->inflight) > 0)
+		usleep(1000);
+	if (fb->use_uring) {
+		pthread_mutex_lock(&fb->sq_lock);
+		struct io_uring_sqe *sqe;
+		while ((sqe = io_uring_get_sqe(&fb->ring)) == NULL)
+			io_uring_submit(&fb->ring);
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, WAKE_TAG);
+		io_uring_submit(&fb->ring);
+		pthread_mutex_unlock(&fb->sq_lock);
+		pthread_join(fb->reaper, NULL);
+		io_uring_queue_exit(&fb->ring);
+	} else {
+		pthread_mutex_lock(&fb->pool_lock);
+		fb->stopping = true;
+		pthread_cond_broadcast(&fb->pool_cond);
+		pthread_mutex_unlock(&fb->pool_lock);
+		for (int i = 0; i < POOL_THREADS; i++)
+			pthread_join(fb->workers[i], NULL);
+		free(fb->queue);
+	}
+	if (fb->fd_direct >= 0)
+		close(fb->fd_direct);
+	close(fb->fd_buffered);
+	pthread_mutex_destroy(&fb->sq_lock);
+	pthread_mutex_destroy(&fb->pool_lock);
+	pthread_cond_destroy(&fb->pool_cond);
+	free(fb);
+}
+
+static const struct bm_backend_ops file_ops = {
+	.kind = "file",
+	.submit = file_submit,
+	.pread_sync = file_pread_sync,
+	.pwrite_sync = file_pwrite_sync,
+	.flush_sync = file_flush_sync,
+	.close = file_close,
+};
+
+static const struct bm_backend_ops blockdev_ops = {
+	.kind = "blockdev",
+	.submit = file_submit,
+	.pread_sync = file_pread_sync,
+	.pwrite_sync = file_pwrite_sync,
+	.flush_sync = file_flush_sync,
+	.close = file_close,
+};
+
+static bool read_rotational(dev_t rdev)
+{
+	char p[128];
+	int v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/rotational",
+	         major(rdev), minor(rdev));
+	f = fopen(p, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%d", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v == 1;
+}
+
+static bool uring_wanted(void)
+{
+	const char *e = getenv("BLKMIRROR_NO_IO_URING");
+	return !(e && *e && strcmp(e, "0") != 0);
+}
+
+static int start_engine(struct file_backend *fb)
+{
+	if (uring_wanted() &&
+	    io_uring_queue_init(RING_ENTRIES, &fb->ring, 0) == 0) {
+		if (pthread_create(&fb->reaper, NULL, reaper_main, fb) == 0) {
+			fb->use_uring = true;
+			return 0;
+		}
+		io_uring_queue_exit(&fb->ring);
+	}
+	for (int i = 0; i < POOL_THREADS; i++) {
+		if (pthread_create(&fb->workers[i], NULL, worker_main, fb) != 0) {
+			pthread_mutex_lock(&fb->pool_lock);
+			fb->stopping = true;
+			pthread_cond_broadcast(&fb->pool_cond);
+			pthread_mutex_unlock(&fb->pool_lock);
+			while (i--)
+				pthread_join(fb->workers[i], NULL);
+			return bm_error(EAGAIN, "cannot start I/O threads");
+		}
+	}
+	return 0;
+}
+
+int bm_file_backend_open(const char *path, bool exclusive,
+                         struct bm_backend **out)
+{
+	struct file_backend *fb;
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (err == ENOENT)
+			return bm_error(err, "%s: no such file or device", path);
+		if (err == EISDIR)
+			return bm_error(err, "%s: is a directory; a component must be "
+			                "a regular file, a block device or an NBD URI",
+			                path);
+		return bm_error(err, "%s: cannot open for reading and writing: %s",
+		                path, strerror(err));
+	}
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+		close(fd);
+		return bm_error(EINVAL, "%s: not a regular file or block device; a "
+		                "component must be a regular file, a block device "
+		                "or an NBD URI", path);
+	}
+	if (exclusive && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno;
+		close(fd);
+		if (err == EWOULDBLOCK)
+			return bm_error(EBUSY, "%s: in use by a running blkmirror; stop "
+			                "that mirror first", path);
+		return bm_error(err, "%s: cannot lock: %s", path, strerror(err));
+	}
+	fb = calloc(1, sizeof(*fb));
+	if (!fb) {
+		close(fd);
+		return bm_error(ENOMEM, "out of memory");
+	}
+	fb->fd_buffered = fd;
+	fb->is_blockdev = S_ISBLK(st.st_mode);
+	fb->base.ops = fb->is_blockdev ? &blockdev_ops : &file_ops;
+	snprintf(fb->base.path, sizeof(fb->base.path), "%s", path);
+	fb->base.st_dev = st.st_dev;
+	fb->base.st_ino = st.st_ino;
+	fb->base.st_rdev = fb->is_blockdev ? st.st_rdev : 0;
+	if (fb->is_blockdev) {
+		uint64_t sz = 0;
+		if (ioctl(fd, BLKGETSIZE64, &sz) < 0)
+			sz = 0;
+		fb->base.size = sz;
+		fb->base.rotational = read_rotational(st.st_rdev);
+	} else {
+		fb->base.size = (uint64_t)st.st_size;
+	}
+	fb->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	pthread_mutex_init(&fb->sq_lock, NULL);
+	pthread_mutex_init(&fb->pool_lock, NULL);
+	pthread_cond_init(&fb->pool_cond, NULL);
+	err = start_engine(fb);
+	if (err < 0) {
+		if (fb->fd_direct >= 0)
+			close(fb->fd_direct);
+		close(fd);
+		free(fb);
+		return err;
+	}
+	*out = &fb->base;
+	return 0;
+}

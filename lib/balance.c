@@ -1,0 +1,113 @@
+/*
+ * Read balance: which component serves a read.
+ *
+ *   round-robin  the next readable component in turn (one shared cursor).
+ *   load         the component with the fewest requests outstanding,
+ *                counted across every connection and thread (atomics);
+ *                ties are broken from a rotating start, never always 0.
+ *   prefer       the readable component with the highest priority.
+ *   split        (io.c) a request longer than the slice is cut into one
+ *                piece per readable component; shorter ones go by load.
+ *
+ * Only ACTIVE components are readable: a SYNCHRONIZING one may not hold the
+ * range yet, a FAILED or ABSENT one may hold old data.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mirror.h"
+
+static const char *const balance_names[BM_BALANCE_COUNT] = {
+	[BM_BALANCE_ROUND_ROBIN] = "round-robin",
+	[BM_BALANCE_LOAD] = "load",
+	[BM_BALANCE_PREFER] = "prefer",
+	[BM_BALANCE_SPLIT] = "split",
+};
+
+const char *bm_balance_name(int balance)
+{
+	if (balance < 0 || balance >= BM_BALANCE_COUNT)
+		return NULL;
+	return balance_names[balance];
+}
+
+int bm_balance_parse(const char *name)
+{
+	for (int i = 0; i < BM_BALANCE_COUNT; i++)
+		if (strcmp(name, balance_names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+static bool readable(struct bm_mirror *m, int i, uint32_t exclude)
+{
+	return !(exclude & (1u << i)) &&
+	       atomic_load(&m->comp[i].state) == BM_CS_ACTIVE;
+}
+
+int bm_readable_count(struct bm_mirror *m)
+{
+	int n = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		n += readable(m, i, 0);
+	return n;
+}
+
+static int pick_round_robin(struct bm_mirror *m, uint32_t exclude)
+{
+	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
+
+	for (int k = 0; k < m->ncomp; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+		if (readable(m, i, exclude))
+			return i;
+	}
+	return -1;
+}
+
+static int pick_load(struct bm_mirror *m, uint32_t exclude)
+{
+	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
+	int best = -1, best_load = 0;
+
+	for (int k = 0; k < m->ncomp; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+		if (!readable(m, i, exclude))
+			continue;
+		int load = atomic_load(&m->comp[i].inflight);
+		if (best < 0 || load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+static int pick_prefer(struct bm_mirror *m, uint32_t exclude)
+{
+	int best = -1;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!readable(m, i, exclude))
+			continue;
+		if (best < 0 ||
+		    m->comp[i].label.priority > m->comp[best].label.priority)
+			best = i;
+	}
+	return best;
+}
+
+int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,
+                    uint32_t exclude)
+{
+	(void)off;
+	(void)len;
+	switch (atomic_load(&m->balance)) {
+	case BM_BALANCE_ROUND_ROBIN:
+		return pick_round_robin(m, exclude);
+	case BM_BALANCE_PREFER:
+		return pick_prefer(m, exclude);
+	default: /* load, and split's short requests and pieces */
+		return pick_load(m, exclude);
+	}
+}

@@ -1,0 +1,320 @@
+/*
+ * The data path.
+ *
+ * A client request becomes one mirror request (struct mreq) with every
+ * sub-request it needs allocated up front, so that an allocation failure is
+ * reported before anything reaches a disk.
+ *
+ *  READ   one sub-request on the component the balance algorithm picks (split:
+ *         one piece per readable component).  A failed piece is retried on
+ *         another readable component; the one that failed is queued to be
+ *         failed out (never the last ACTIVE one).
+ *  WRITE, TRIM, WRITE_ZEROES
+ *         first DIRTY is on disk (meta.c), then a shared range hold keeps the
+ *         sync copy off the range, then one sub-request per writable
+ *         component.  Acknowledged when all completed; if some failed but an
+ *         ACTIVE component took the write, the failures are recorded in the
+ *         labels first (control thread), then the write is acknowledged.
+ *  FLUSH  to every writable component; a component whose flush fails is
+ *         failed out the same way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "mirror.h"
+
+struct sub {
+	struct bm_breq br;
+	struct mreq *req;
+	int comp;
+	bool was_active;  /* write: component was ACTIVE when issued */
+	uint32_t tried;   /* read: components that failed this piece */
+	uint64_t t0_ns;
+};
+
+struct mreq {
+	struct bm_mirror *m;
+	struct bm_io *io;
+	atomic_int pending;
+	atomic_int error;
+	atomic_uint failed;     /* components that failed this request */
+	atomic_uint ok_active;  /* ACTIVE components that completed it */
+	bool is_write;
+	struct bm_range_hold hold;
+	int nsub;
+	struct sub sub[];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void account(struct bm_component *c, const struct sub *s, int result)
+{
+	uint64_t dt = now_ns() - s->t0_ns;
+
+	if (result < 0) {
+		atomic_fetch_add(&c->stats.errors, 1);
+		return;
+	}
+	if (s->br.op == BM_BOP_READ) {
+		atomic_fetch_add(&c->stats.reads, 1);
+		atomic_fetch_add(&c->stats.read_bytes, s->br.length);
+		atomic_fetch_add(&c->stats.read_ns, dt);
+	} else if (s->br.op != BM_BOP_FLUSH) {
+		atomic_fetch_add(&c->stats.writes, 1);
+		atomic_fetch_add(&c->stats.write_bytes, s->br.length);
+		atomic_fetch_add(&c->stats.write_ns, dt);
+	}
+}
+
+static void req_complete(void *arg)
+{
+	struct mreq *r = arg;
+	struct bm_mirror *m = r->m;
+	struct bm_io *io = r->io;
+	int result = atomic_load(&r->error);
+
+	if (r->is_write) {
+		bm_rangelock_shared_release(&m->rl, &r->hold);
+		atomic_store(&m->last_write_ms, bm_now_ms());
+		atomic_fetch_sub(&m->writes_inflight, 1);
+	}
+	free(r);
+	atomic_fetch_sub(&m->ios_inflight, 1);
+	io->done(io, result);
+}
+
+static void set_error(struct mreq *r, int err)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(&r->error, &zero, err);
+}
+
+static void sub_issue(struct sub *s);
+
+static void read_done(struct bm_breq *br, int result)
+{
+	struct sub *s = br->opaque;
+	struct mreq *r = s->req;
+	struct bm_mirror *m = r->m;
+	struct bm_component *c = &m->comp[s->comp];
+
+	atomic_fetch_sub(&c->inflight, 1);
+	account(c, s, result);
+	if (result < 0) {
+		s->tried |= 1u << s->comp;
+		bm_ctl_fail(m, 1u << s->comp, "read error", NULL, NULL);
+		int next = bm_balance_pick(m, br->offset, br->length, s->tried);
+		if (next >= 0) {
+			s->comp = next;
+			sub_issue(s);
+			return;
+		}
+		set_error(r, result);
+	}
+	if (atomic_fetch_sub(&r->pending, 1) == 1)
+		req_complete(r);
+}
+
+static void write_done(struct bm_breq *br, int result)
+{
+	struct sub *s = br->opaque;
+	struct mreq *r = s->req;
+	struct bm_mirror *m = r->m;
+	struct bm_component *c = &m->comp[s->comp];
+
+	atomic_fetch_sub(&c->inflight, 1);
+	account(c, s, result);
+	if (result < 0)
+		atomic_fetch_or(&r->failed, 1u << s->comp);
+	else if (s->was_active)
+		atomic_fetch_add(&r->ok_active, 1);
+	if (atomic_fetch_sub(&r->pending, 1) != 1)
+		return;
+
+	uint32_t failed = atomic_load(&r->failed);
+	if (failed == 0) {
+		req_complete(r);
+		return;
+	}
+	if (atomic_load(&r->ok_active) == 0) {
+		/* No complete copy took it: the client must hear of it. */
+		set_error(r, -EIO);
+		uint32_t syncing_failed = 0;
+		for (int i = 0; i < r->nsub; i++)
+			if (!r->sub[i].was_active && (failed & (1u << r->sub[i].comp)))
+				syncing_failed |= 1u << r->sub[i].comp;
+		if (syncing_failed) {
+			bm_ctl_fail(m, syncing_failed, "write error", req_complete, r);
+			return;
+		}
+		req_complete(r);
+		return;
+	}
+	bm_ctl_fail(m, failed,
+	            r->io->type == BM_IO_FLUSH ? "flush error" : "write error",
+	            req_complete, r);
+}
+
+static void sub_issue(struct sub *s)
+{
+	struct bm_mirror *m = s->req->m;
+	struct bm_component *c = &m->comp[s->comp];
+	int err;
+
+	s->t0_ns = now_ns();
+	atomic_fetch_add(&c->inflight, 1);
+	err = c->be->ops->submit(c->be, &s->br);
+	if (err < 0)
+		s->br.done(&s->br, err);
+}
+
+static struct mreq *req_alloc(struct bm_mirror *m, struct bm_io *io, int nsub)
+{
+	struct mreq *r = calloc(1, sizeof(*r) + (size_t)nsub * sizeof(struct sub));
+
+	if (!r)
+		return NULL;
+	r->m = m;
+	r->io = io;
+	r->nsub = nsub;
+	atomic_init(&r->pending, nsub);
+	return r;
+}
+
+static void sub_init(struct mreq *r, int k, int comp, enum bm_bop op,
+                     uint64_t off, uint32_t len, void *buf, uint32_t flags,
+                     void (*done)(struct bm_breq *, int))
+{
+	struct sub *s = &r->sub[k];
+
+	s->req = r;
+	s->comp = comp;
+	s->br.op = op;
+	s->br.flags = flags;
+	s->br.offset = off;
+	s->br.length = len;
+	s->br.buf = buf;
+	s->br.done = done;
+	s->br.opaque = s;
+}
+
+static int submit_read(struct bm_mirror *m, struct bm_io *io)
+{
+	int ncomp_read = bm_readable_count(m);
+	int npieces = 1;
+	uint32_t piece = io->length;
+	struct mreq *r;
+
+	if (ncomp_read == 0)
+		return bm_error(EIO, "no readable component");
+	if (atomic_load(&m->balance) == BM_BALANCE_SPLIT &&
+	    io->length > atomic_load(&m->slice) && ncomp_read > 1) {
+		piece = (io->length / (uint32_t)ncomp_read + 4095u) & ~4095u;
+		npieces = (int)((io->length + piece - 1) / piece);
+	}
+	r = req_alloc(m, io, npieces);
+	if (!r)
+		return bm_error(ENOMEM, "out of memory");
+	uint32_t used = 0;
+	for (int k = 0; k < npieces; k++) {
+		uint32_t len = io->length - (uint32_t)k * piece < piece
+		                       ? io->length - (uint32_t)k * piece : piece;
+		int comp = bm_balance_pick(m, io->offset, len, used);
+		if (comp < 0)
+			comp = bm_balance_pick(m, io->offset, len, 0);
+		if (comp < 0)
+			comp = 0; /* raced with a failure: the read will fail over */
+		used |= 1u << comp;
+		sub_init(r, k, comp, BM_BOP_READ, io->offset + (uint64_t)k * piece,
+		         len, (char *)io->buf + (size_t)k * piece, 0, read_done);
+	}
+	atomic_fetch_add(&m->ios_inflight, 1);
+	for (int k = 0; k < npieces; k++)
+		sub_issue(&r->sub[k]);
+	return 0;
+}
+
+static int submit_fanout(struct bm_mirror *m, struct bm_io *io)
+{
+	enum bm_bop op;
+	bool is_write = io->type != BM_IO_FLUSH;
+	int targets[BM_MAX_COMPONENTS], n = 0;
+	struct mreq *r;
+
+	switch (io->type) {
+	case BM_IO_WRITE: op = BM_BOP_WRITE; break;
+	case BM_IO_TRIM: op = BM_BOP_TRIM; break;
+	case BM_IO_WRITE_ZEROES: op = BM_BOP_ZERO; break;
+	default: op = BM_BOP_FLUSH; break;
+	}
+	if (is_write) {
+		atomic_fetch_add(&m->writes_inflight, 1);
+		if (!atomic_load(&m->dirty)) {
+			int err = bm_meta_mark_dirty(m);
+			if (err < 0) {
+				atomic_fetch_sub(&m->writes_inflight, 1);
+				return bm_error(EIO, "cannot mark the mirror dirty");
+			}
+		}
+	}
+	for (int i = 0; i < m->ncomp; i++) {
+		int s = atomic_load(&m->comp[i].state);
+		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
+			targets[n++] = i;
+	}
+	r = n ? req_alloc(m, io, n) : NULL;
+	if (!r) {
+		if (is_write)
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		return n ? bm_error(ENOMEM, "out of memory")
+		         : bm_error(EIO, "no writable component");
+	}
+	r->is_write = is_write;
+	for (int k = 0; k < n; k++) {
+		sub_init(r, k, targets[k], op, io->offset, io->length, io->buf,
+		         (io->flags & BM_IO_FUA) ? BM_BOP_FUA : 0, write_done);
+		r->sub[k].was_active =
+			atomic_load(&m->comp[targets[k]].state) == BM_CS_ACTIVE;
+	}
+	if (is_write)
+		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
+	atomic_fetch_add(&m->ios_inflight, 1);
+	for (int k = 0; k < n; k++)
+		sub_issue(&r->sub[k]);
+	return 0;
+}
+
+int bm_io_submit(struct bm_mirror *m, struct bm_io *io)
+{
+	if (io->type != BM_IO_FLUSH) {
+		if (io->offset > m->size || io->length > m->size - io->offset)
+			return bm_error(io->type == BM_IO_READ ? EINVAL : ENOSPC,
+			                "request beyond the end of the mirror");
+		if ((io->type == BM_IO_READ || io->type == BM_IO_WRITE) &&
+		    io->length > BM_MAX_IO)
+			return bm_error(EINVAL, "request larger than %u bytes",
+			                BM_MAX_IO);
+	}
+	if (io->length == 0 && io->type != BM_IO_FLUSH) {
+		io->done(io, 0);
+		return 0;
+	}
+	switch (io->type) {
+	case BM_IO_READ:
+		return submit_read(m, io);
+	case BM_IO_WRITE:
+	case BM_IO_TRIM:
+	case BM_IO_WRITE_ZEROES:
+	case BM_IO_FLUSH:
+		return submit_fanout(m, io);
+	}
+	return bm_error(EINVAL, "unknown request type %d", (int)io->type);
+}

@@ -1,0 +1,93 @@
+/*
+ * The on-disk label: 4 KiB at the very end of every component.
+ *
+ * Component layout (sizes in bytes, S = component size rounded down to 4096):
+ *
+ *   0 ........................ data_size   the mirror's data, as a plain disk
+ *   S - BM_META_SIZE ......... S - 4096    reserved for the write-intent bitmap
+ *   S - 4096 ................. S           this label
+ *
+ * so a lone surviving component can be read as an ordinary disk image.
+ *
+ * Encoding: explicit little-endian fields at fixed offsets (never a raw
+ * struct), a crc32c over the first BM_LABEL_USED bytes stored at its end.
+ *
+ * Version history:
+ *   1  (2026-11) first version: gmirror's fields plus seq, component size,
+ *      sync offset and the bitmap's place.
+ */
+#ifndef BM_LABEL_H
+#define BM_LABEL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blkmirror.h"
+
+#define BM_LABEL_SIZE 4096u
+#define BM_LABEL_USED 512u              /* bytes covered by the crc */
+#define BM_META_SIZE (1024u * 1024u)    /* label + bitmap room at the end */
+#define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
+#define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
+#define BM_LABEL_VERSION 1u
+
+/* Mirror flags (gmirror's). */
+#define BM_MF_NOAUTOSYNC 0x1u   /* do not start a sync by itself */
+#define BM_MF_NOFAILSYNC 0x2u   /* do not mark out of sync on a write error */
+#define BM_MF_ALL (BM_MF_NOAUTOSYNC | BM_MF_NOFAILSYNC)
+
+/* Component flags (gmirror's). */
+#define BM_CF_DIRTY 0x1u          /* writes may be in flight: not clean */
+#define BM_CF_SYNCHRONIZING 0x2u  /* being copied; valid below sync_offset */
+#define BM_CF_FORCE_SYNC 0x4u     /* copy from offset 0 at next start */
+#define BM_CF_INACTIVE 0x8u       /* administratively out of service */
+#define BM_CF_ALL 0xfu
+
+struct bm_label {
+	uint32_t version;
+	char name[BM_NAME_MAX + 1];
+	uint64_t mirror_id;
+	uint64_t component_id;
+	uint64_t genid;        /* bumped when a component fails */
+	uint64_t syncid;       /* bumped on the first write while degraded */
+	uint64_t seq;          /* bumped on every label write */
+	uint32_t mirror_flags;
+	uint32_t component_flags;
+	uint32_t balance;
+	uint32_t slice;
+	uint32_t priority;
+	uint32_t sector_size;
+	uint64_t data_size;      /* the mirror's size when labeled */
+	uint64_t component_size; /* this component's size when labeled */
+	uint64_t sync_offset;    /* valid data below this while SYNCHRONIZING */
+	uint64_t bitmap_offset;  /* reserved for the write-intent bitmap */
+	uint64_t bitmap_size;
+	uint32_t bitmap_chunk;
+	uint32_t ncomponents;
+};
+
+/* Where a component of this size keeps its label, and how much data it holds. */
+uint64_t bm_label_offset(uint64_t component_size);
+uint64_t bm_data_area(uint64_t component_size);
+
+
+/* Encodes into a BM_LABEL_SIZE buffer (zero-filled past BM_LABEL_USED). */
+void bm_label_encode(const struct bm_label *l, uint8_t out[BM_LABEL_SIZE]);
+
+/*
+ * Decodes and validates untrusted bytes.  Returns 0, -ENOENT when there is no
+ * label (no magic), or -EINVAL/-EPROTO with bm_last_error() saying what is
+ * wrong.  len may be shorter than BM_LABEL_SIZE (then it is malformed unless
+ * it covers BM_LABEL_USED).
+ */
+int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *out);
+
+/* Appends every field as "  Name: value" lines (gmirror list style). */
+int bm_label_format(const struct bm_label *l, const char *indent, char *buf,
+                    size_t len);
+
+/* Flag words as text, e.g. "DIRTY, SYNCHRONIZING" or "NONE". */
+void bm_component_flags_str(uint32_t f, char *buf, size_t len);
+void bm_mirror_flags_str(uint32_t f, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,91 @@
+/* Status (gmirror's Name / Status / Components table) and list text. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mirror.h"
+
+const char *bm_comp_state_name(int state)
+{
+	switch (state) {
+	case BM_CS_ACTIVE: return "ACTIVE";
+	case BM_CS_SYNCHRONIZING: return "SYNCHRONIZING";
+	case BM_CS_FAILED: return "FAILED";
+	default: return "ABSENT";
+	}
+}
+
+#define APPEND(...)                                                        \
+	do {                                                               \
+		int n_ = snprintf(buf + used, used < len ? len - used : 0,  \
+		                  __VA_ARGS__);                            \
+		if (n_ > 0)                                                \
+			used += (size_t)n_;                                \
+	} while (0)
+
+int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
+{
+	size_t used = 0;
+	int w = (int)strlen(m->name) > 4 ? (int)strlen(m->name) : 4;
+	bool complete = true;
+
+	pthread_mutex_lock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			complete = false;
+	APPEND("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		char detail[320] = "";
+		if (s == BM_CS_SYNCHRONIZING)
+			snprintf(detail, sizeof(detail), ", %d%%",
+			         (int)(atomic_load(&c->sync_offset) * 100 /
+			               (m->size ? m->size : 1)));
+		else if (s == BM_CS_FAILED || s == BM_CS_ABSENT)
+			snprintf(detail, sizeof(detail), ": %s", c->why);
+		APPEND("%-*s  %-8s  %s (%s%s)\n", w, i ? "" : m->name,
+		       i ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
+		       bm_comp_state_name(s), detail);
+	}
+	if (m->sync_error[0])
+		APPEND("Note: %s\n", m->sync_error);
+	pthread_mutex_unlock(&m->meta_lock);
+	return used < len ? (int)used : -ENOSPC;
+}
+
+int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
+{
+	size_t used = 0;
+	char mf[64];
+
+	pthread_mutex_lock(&m->meta_lock);
+	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
+	APPEND("Geom name: %s\nState: %s\nComponents: %d\nBalance: %s\n"
+	       "Slice: %u\nFlags: %s\nGenID: %" PRIu64 "\nSyncID: %" PRIu64
+	       "\nID: %016" PRIx64 "\nMediasize: %" PRIu64 "\nConsumers:\n",
+	       m->name, m->degraded ? "DEGRADED" : "COMPLETE", m->ncomp,
+	       bm_balance_name(atomic_load(&m->balance)),
+	       atomic_load(&m->slice), mf, m->genid, m->syncid, m->mirror_id,
+	       m->size);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		APPEND("%d. Name: %s\n   State: %s\n", i + 1, c->path,
+		       bm_comp_state_name(s));
+		if (s == BM_CS_ABSENT || s == BM_CS_FAILED) {
+			APPEND("   Reason: %s\n", c->why);
+			if (s == BM_CS_ABSENT)
+				continue;
+		}
+		if (used < len) {
+			int n = bm_label_format(&c->label, "   ", buf + used,
+			                        len - used);
+			if (n > 0)
+				used += (size_t)n;
+		}
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	return used < len ? (int)used : -ENOSPC;
+}

@@ -1,0 +1,184 @@
+/*
+ * Background synchronization: copies the mirror's data from ACTIVE
+ * components onto each SYNCHRONIZING one, in order, one chunk at a time.
+ *
+ * Each chunk is copied under an exclusive range hold (rangelock.h), so a
+ * client write to that range either finished before the copy read the source
+ * or starts after the copy wrote the target; either way the target ends with
+ * the newest data.  Client writes reach SYNCHRONIZING components everywhere,
+ * so the part already copied stays current.  Client reads never go to a
+ * SYNCHRONIZING component.
+ *
+ * Progress is checkpointed in the target's label (sync offset) every
+ * CHECKPOINT_BYTES, after a flush of the target, so a clean restart resumes
+ * there; after a crash (DIRTY labels) the copy starts again from 0.
+ *
+ * A source read error is retried on another ACTIVE component; if none can
+ * read the chunk the sync stops and the sources stay in service (the target
+ * stays SYNCHRONIZING).  A target write error fails the target.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "mirror.h"
+
+#define CHUNK_BYTES (1u << 20)
+#define CHECKPOINT_BYTES (64ull << 20)
+
+static struct bm_component *next_target(struct bm_mirror *m)
+{
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) == BM_CS_SYNCHRONIZING)
+			return &m->comp[i];
+	return NULL;
+}
+
+/* Reads one chunk from any ACTIVE component other than the target. */
+static int read_source(struct bm_mirror *m, void *buf, uint32_t len,
+                       uint64_t off)
+{
+	uint32_t tried = 0;
+	int err = -EIO;
+
+	for (;;) {
+		int i = bm_balance_pick(m, off, len, tried);
+		if (i < 0)
+			return err;
+		struct bm_component *s = &m->comp[i];
+		atomic_fetch_add(&s->inflight, 1);
+		err = bm_backend_io_wait(s->be, BM_BOP_READ, buf, len, off, 0);
+		atomic_fetch_sub(&s->inflight, 1);
+		if (err == 0)
+			return 0;
+		atomic_fetch_add(&s->stats.errors, 1);
+		tried |= 1u << i;
+	}
+}
+
+static void checkpoint(struct bm_mirror *m, struct bm_component *t)
+{
+	t->be->ops->flush_sync(t->be);
+	pthread_mutex_lock(&m->meta_lock);
+	if (atomic_load(&t->state) == BM_CS_SYNCHRONIZING &&
+	    bm_meta_write_label(m, t) < 0)
+		bm_meta_fail_locked(m, t, "label write failed during sync");
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
+/* Copies to one target; returns 0 when done, 1 if stopped, <0 on error. */
+static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
+{
+	uint64_t off = atomic_load(&t->sync_offset);
+	uint64_t since_checkpoint = 0;
+
+	fprintf(stderr, "blkmirror: %s: synchronizing %s from offset %llu\n",
+	        m->name, t->path, (unsigned long long)off);
+	while (off < m->size) {
+		if (atomic_load(&m->sync_stop))
+			return 1;
+		if (atomic_load(&t->state) != BM_CS_SYNCHRONIZING)
+			return -EIO;
+		uint32_t len = m->size - off < CHUNK_BYTES ? (uint32_t)(m->size - off)
+		                                           : CHUNK_BYTES;
+		bm_rangelock_exclusive(&m->rl, off, len);
+		int err = read_source(m, buf, len, off);
+		if (err < 0) {
+			bm_rangelock_exclusive_release(&m->rl);
+			pthread_mutex_lock(&m->meta_lock);
+			snprintf(m->sync_error, sizeof(m->sync_error),
+			         "sync of %s stopped: no component could read "
+			         "offset %llu", t->path, (unsigned long long)off);
+			pthread_mutex_unlock(&m->meta_lock);
+			fprintf(stderr, "blkmirror: %s: %s\n", m->name, m->sync_error);
+			return err;
+		}
+		atomic_fetch_add(&t->inflight, 1);
+		err = bm_backend_io_wait(t->be, BM_BOP_WRITE, buf, len, off, 0);
+		atomic_fetch_sub(&t->inflight, 1);
+		bm_rangelock_exclusive_release(&m->rl);
+		if (err < 0) {
+			pthread_mutex_lock(&m->meta_lock);
+			bm_meta_fail_locked(m, t, "write error during sync");
+			pthread_mutex_unlock(&m->meta_lock);
+			return err;
+		}
+		atomic_fetch_add(&t->stats.writes, 1);
+		atomic_fetch_add(&t->stats.write_bytes, len);
+		off += len;
+		atomic_store(&t->sync_offset, off);
+		since_checkpoint += len;
+		if (since_checkpoint >= CHECKPOINT_BYTES) {
+			checkpoint(m, t);
+			since_checkpoint = 0;
+		}
+	}
+	/* Done: durable first, then ACTIVE in the label. */
+	if (t->be->ops->flush_sync(t->be) < 0) {
+		pthread_mutex_lock(&m->meta_lock);
+		bm_meta_fail_locked(m, t, "flush error at the end of sync");
+		pthread_mutex_unlock(&m->meta_lock);
+		return -EIO;
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	atomic_store(&t->state, BM_CS_ACTIVE);
+	t->label.component_flags &= ~(BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC);
+	t->label.genid = m->genid;
+	t->label.syncid = m->syncid;
+	if (bm_meta_write_label(m, t) < 0)
+		bm_meta_fail_locked(m, t, "label write failed at the end of sync");
+	m->degraded = false;
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			m->degraded = true;
+	pthread_mutex_unlock(&m->meta_lock);
+	fprintf(stderr, "blkmirror: %s: %s is synchronized\n", m->name, t->path);
+	return 0;
+}
+
+static void *sync_main(void *arg)
+{
+	struct bm_mirror *m = arg;
+	struct bm_component *t;
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, CHUNK_BYTES)) {
+		atomic_store(&m->sync_running, false);
+		return NULL;
+	}
+	while (!atomic_load(&m->sync_stop) && (t = next_target(m)) != NULL) {
+		int err = sync_one(m, t, buf);
+		if (err > 0 || (err < 0 && atomic_load(&t->state) ==
+		                                   BM_CS_SYNCHRONIZING))
+			break; /* stopped, or no source could read: stay put */
+	}
+	free(buf);
+	atomic_store(&m->sync_running, false);
+	return NULL;
+}
+
+int bm_sync_start(struct bm_mirror *m)
+{
+	if (atomic_load(&m->sync_running) || next_target(m) == NULL)
+		return 0;
+	if (bm_readable_count(m) == 0)
+		return bm_error(EIO, "no ACTIVE component to synchronize from");
+	atomic_store(&m->sync_stop, false);
+	atomic_store(&m->sync_running, true);
+	if (pthread_create(&m->sync_thread, NULL, sync_main, m) != 0) {
+		atomic_store(&m->sync_running, false);
+		return bm_error(EAGAIN, "cannot start the sync thread");
+	}
+	pthread_detach(m->sync_thread);
+	return 0;
+}
+
+void bm_sync_stop(struct bm_mirror *m)
+{
+	atomic_store(&m->sync_stop, true);
+	while (atomic_load(&m->sync_running))
+		usleep(1000);
+}

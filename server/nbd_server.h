@@ -1,0 +1,42 @@
+/*
+ * The NBD server: serves one mirror as one export over a Unix socket and/or
+ * TCP.  Fixed newstyle negotiation; simple replies, sent as requests
+ * complete (out of order); many connections (multi-conn is safe because a
+ * FLUSH reaches every component).
+ */
+#ifndef BM_NBD_SERVER_H
+#define BM_NBD_SERVER_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blkmirror.h"
+
+struct bm_nbd_export {
+	const char *name;   /* also served as the default export "" */
+	uint64_t size;
+	uint16_t tflags;    /* transmission flags */
+};
+
+/*
+ * Runs the negotiation phase on a connection (read from in_fd, write to
+ * out_fd).  Returns 1 when the client chose the export and transmission
+ * starts (*no_zeroes unused after), 0 when the client ended cleanly, and
+ * -errno on a broken or hostile client (the caller closes).
+ */
+int bm_nbd_negotiate(int in_fd, int out_fd, const struct bm_nbd_export *exp);
+
+struct bm_nbd_server;
+
+/* Starts listening; unix_path and/or tcp ("HOST:PORT") may be NULL. */
+int bm_nbd_server_start(bm_mirror *m, const char *export_name,
+                        const char *unix_path, const char *tcp,
+                        struct bm_nbd_server **out);
+/* Stops accepting, ends every connection after its in-flight requests. */
+void bm_nbd_server_stop(struct bm_nbd_server *s);
+
+/* Read and write exactly len bytes (EINTR-safe).  0, or -errno / -EPIPE
+ * at end of stream. */
+int bm_read_full(int fd, void *buf, size_t len);
+int bm_write_full(int fd, const void *buf, size_t len);
+
+#endif
