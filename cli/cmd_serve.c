@@ -104,13 +104,22 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	err = bm_nbd_server_listen(sock, tcp, &srv);
+	if (err < 0) {
+		state_free(paths, n);
+		return cli_fail("%s", bm_last_error());
+	}
 	err = bm_mirror_open(name, (const char *const *)paths, n, &m);
 	state_free(paths, n);
-	if (err < 0)
-		return cli_fail("%s", bm_last_error());
-	err = bm_nbd_server_start(m, name, sock, tcp, &srv);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());
+		bm_nbd_server_stop(srv);
+		return 1;
+	}
+	err = bm_nbd_server_run(srv, m, name);
+	if (err < 0) {
+		cli_fail("%s", bm_last_error());
+		bm_nbd_server_stop(srv);
 		bm_mirror_close(m);
 		return 1;
 	}

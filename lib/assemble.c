@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -60,7 +61,34 @@ static int read_label(struct bm_backend *be, struct bm_label *l)
 	if (err < 0) {
 		char msg[400];
 		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		if (err == -ENOENT)
+			return bm_error(err, "%s: has no blkmirror label", be->path);
 		return bm_error(err, "%s: %s", be->path, msg);
+	}
+	return 0;
+}
+
+/* Finds one disk or file named twice, before anything is opened (the
+ * second exclusive open would otherwise only say "in use"). */
+static int find_same(const char *const *paths, size_t n, size_t *a, size_t *b)
+{
+	struct stat st[BM_MAX_COMPONENTS];
+	bool ok[BM_MAX_COMPONENTS];
+
+	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++) {
+		ok[i] = stat(paths[i], &st[i]) == 0;
+		for (size_t k = 0; ok[i] && k < i; k++) {
+			if (!ok[k])
+				continue;
+			bool same = S_ISBLK(st[i].st_mode)
+			        ? S_ISBLK(st[k].st_mode) && st[i].st_rdev == st[k].st_rdev
+			        : st[i].st_dev == st[k].st_dev && st[i].st_ino == st[k].st_ino;
+			if (same) {
+				*a = k;
+				*b = i;
+				return 1;
+			}
+		}
 	}
 	return 0;
 }
@@ -108,6 +136,10 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 	if (p->slice < 512 || p->slice > BM_MAX_IO || (p->slice & (p->slice - 1)))
 		return bm_error(EINVAL, "slice %u is not a power of two from 512 "
 		                "to %u", p->slice, BM_MAX_IO);
+	size_t dup_a, dup_b;
+	if (find_same(paths, n, &dup_a, &dup_b))
+		return bm_error(EINVAL, "%s and %s are the same disk",
+		                paths[dup_a], paths[dup_b]);
 	for (size_t i = 0; i < n; i++) {
 		err = bm_backend_open(paths[i], true, &be[i]);
 		if (err < 0)
@@ -442,8 +474,15 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	bm_rangelock_init(&m->rl);
 	for (size_t i = 0; i < n; i++) {
 		struct bm_component *c = &m->comp[i];
+		size_t dup_a, dup_b;
 		c->index = (int)i;
 		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
+		if (find_same(paths, i + 1, &dup_a, &dup_b) && dup_b == i) {
+			char why[PATH_MAX + 64];
+			snprintf(why, sizeof(why), "the same disk as %s", paths[dup_a]);
+			absent(c, why);
+			continue;
+		}
 		err = bm_backend_open(paths[i], true, &c->be);
 		if (err == 0)
 			err = read_label(c->be, &c->label);

@@ -43,6 +43,7 @@ struct bm_nbd_server {
 	int nlisten;
 	int wake_pipe[2];
 	pthread_t accept_thread;
+	bool running;
 	pthread_mutex_t lock;     /* protects conns and nconns */
 	pthread_cond_t cond;
 	struct conn *conns;
@@ -358,22 +359,15 @@ static int listen_tcp(const char *hostport, int *out)
 	return 0;
 }
 
-int bm_nbd_server_start(bm_mirror *m, const char *export_name,
-                        const char *unix_path, const char *tcp,
-                        struct bm_nbd_server **out)
+int bm_nbd_server_listen(const char *unix_path, const char *tcp,
+                         struct bm_nbd_server **out)
 {
 	struct bm_nbd_server *s = calloc(1, sizeof(*s));
 	int err = 0;
 
 	if (!s)
 		return bm_error(ENOMEM, "out of memory");
-	s->m = m;
-	snprintf(s->export_name, sizeof(s->export_name), "%s", export_name);
-	s->exp.name = s->export_name;
-	s->exp.size = bm_mirror_size(m);
-	s->exp.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
-	                NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
-	                NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN;
+	s->wake_pipe[0] = s->wake_pipe[1] = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (unix_path) {
@@ -398,12 +392,6 @@ int bm_nbd_server_start(bm_mirror *m, const char *export_name,
 		err = bm_error(errno, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	if (pthread_create(&s->accept_thread, NULL, accept_main, s) != 0) {
-		close(s->wake_pipe[0]);
-		close(s->wake_pipe[1]);
-		err = bm_error(EAGAIN, "cannot start the accept thread");
-		goto fail;
-	}
 	*out = s;
 	return 0;
 fail:
@@ -415,13 +403,31 @@ fail:
 	return err;
 }
 
+int bm_nbd_server_run(struct bm_nbd_server *s, bm_mirror *m,
+                      const char *export_name)
+{
+	s->m = m;
+	snprintf(s->export_name, sizeof(s->export_name), "%s", export_name);
+	s->exp.name = s->export_name;
+	s->exp.size = bm_mirror_size(m);
+	s->exp.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
+	                NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
+	                NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN;
+	if (pthread_create(&s->accept_thread, NULL, accept_main, s) != 0)
+		return bm_error(EAGAIN, "cannot start the accept thread");
+	s->running = true;
+	return 0;
+}
+
 void bm_nbd_server_stop(struct bm_nbd_server *s)
 {
 	char b = 0;
 
-	if (write(s->wake_pipe[1], &b, 1) < 0)
-		perror("blkmirror: wake");
-	pthread_join(s->accept_thread, NULL);
+	if (s->running) {
+		if (write(s->wake_pipe[1], &b, 1) < 0)
+			perror("blkmirror: wake");
+		pthread_join(s->accept_thread, NULL);
+	}
 	for (int i = 0; i < s->nlisten; i++)
 		close(s->listen_fd[i]);
 	if (s->unix_path[0])

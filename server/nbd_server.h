@@ -27,10 +27,13 @@ int bm_nbd_negotiate(int in_fd, int out_fd, const struct bm_nbd_export *exp);
 
 struct bm_nbd_server;
 
-/* Starts listening; unix_path and/or tcp ("HOST:PORT") may be NULL. */
-int bm_nbd_server_start(bm_mirror *m, const char *export_name,
-                        const char *unix_path, const char *tcp,
-                        struct bm_nbd_server **out);
+/* Binds and listens (before the mirror is assembled, so that a wrong
+ * address changes nothing); unix_path and/or tcp ("HOST:PORT"). */
+int bm_nbd_server_listen(const char *unix_path, const char *tcp,
+                         struct bm_nbd_server **out);
+/* Starts accepting clients for mirror m as export_name. */
+int bm_nbd_server_run(struct bm_nbd_server *s, bm_mirror *m,
+                      const char *export_name);
 /* Stops accepting, ends every connection after its in-flight requests. */
 void bm_nbd_server_stop(struct bm_nbd_server *s);
 

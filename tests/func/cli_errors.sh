@@ -1,0 +1,46 @@
+# Wrong arguments of every kind: one-line error, exit status 1, and nothing
+# on any component changes.
+. "$(dirname "$0")/lib.sh"
+mkimg 16 a b c
+mkimg 1 tiny
+mkdir "$T/dir"
+bm label m0 "$T/a" "$T/b"
+before=$(cat "$T/a" "$T/b" "$T/c" | sha256sum)
+
+expect_error "unknown verb"                bm frobnicate
+expect_error "usage: blkmirror label"      bm label
+expect_error "usage: blkmirror label"      bm label m1
+expect_error "invalid mirror name"         bm label 'bad/name' "$T/c"
+expect_error "invalid mirror name"         bm label -- '-x' "$T/c"
+expect_error "invalid mirror name"         bm label 0123456789012345678901234567890123 "$T/c"
+expect_error "unknown balance algorithm"   bm label -b fastest m1 "$T/c"
+expect_error "slice .* power of two"       bm label -s 1000 m1 "$T/c"
+expect_error "slice .* power of two"       bm label -s -4k m1 "$T/c"
+expect_error "no such file"                bm label m1 "$T/c" "$T/missing"
+expect_error "is a directory"              bm label m1 "$T/dir"
+expect_error "not a regular file or block" bm label m1 /dev/null
+expect_error "too small"                   bm label m1 "$T/c" "$T/tiny"
+expect_error "same disk"                   bm label m1 "$T/c" "$T/c"
+expect_error "already a component of mirror 'm0'" bm label m1 "$T/c" "$T/a"
+expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
+expect_error "usage: blkmirror serve"      bm serve m0
+expect_error "usage: blkmirror serve"      bm serve --socket "$T/s"
+expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
+expect_error "HOST:PORT"                   bm serve m0 --tcp 12345
+expect_error "too long"                    bm serve m0 --socket "$T/$(printf 'x%.0s' $(seq 1 120))"
+expect_error "has no blkmirror label"      bm dump "$T/c"
+expect_error "no such file"                bm dump "$T/missing"
+expect_error "has no blkmirror label"      bm clear "$T/c"
+expect_error "unknown balance algorithm"   bm configure -b fastest m0
+expect_error "usage: blkmirror configure"  bm configure m0
+expect_error "no mirror named 'nope'"      bm configure -b load nope
+expect_error "no mirror named 'nope'"      bm status nope
+expect_error "invalid mirror name"         bm status ../etc
+expect_error "not running"                 bm stop m0
+expect_error "no mirror named 'nope'"      bm stop nope
+expect_error "usage: blkmirror stop"       bm stop
+
+after=$(cat "$T/a" "$T/b" "$T/c" | sha256sum)
+[ "$before" = "$after" ] || fail "a failed command changed a component"
+# The failed serve attempts left no socket behind and no server running.
+[ ! -e "$T/s" ] || fail "a failed serve left a socket"

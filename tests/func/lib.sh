@@ -1,0 +1,103 @@
+# Helpers for functional tests: sourced by tests/func/*.sh.
+#
+# Each test gets its own directory ($T) and state directory, and everything
+# it starts (servers, nbdkit) is killed on exit.  Tests drive the real CLI
+# ($BLKMIRROR) and real NBD clients.
+set -euo pipefail
+
+BLKMIRROR=${BLKMIRROR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/blkmirror}
+TEST_TOOLS=${TEST_TOOLS:-$(dirname "$BLKMIRROR")/tests}
+T=$(mktemp -d /tmp/bmtest.XXXXXX)
+export BLKMIRROR_STATE_DIR=$T/state
+PIDS=()
+MIB=$((1024 * 1024))
+
+cleanup() {
+  local rc=$?
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
+  done
+  for d in $(losetup -j "$T" -O NAME -n 2>/dev/null || true); do
+    losetup -d "$d" 2>/dev/null || true
+  done
+  rm -rf "$T"
+  exit $rc
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "skipped: $*"; exit 77; }
+need() { command -v "$1" >/dev/null || skip "$1 is not installed"; }
+
+bm() { "$BLKMIRROR" "$@"; }
+
+# Runs a command that must fail with exit status 1 and a message matching
+# the pattern; prints what it said.
+expect_error() {
+  local pattern=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ $rc -eq 1 ] || fail "'$*' exited $rc, want 1 (output: $out)"
+  echo "$out" | grep -qE "$pattern" || fail "'$*' said '$out', want /$pattern/"
+  [ "$(echo "$out" | wc -l)" -le 2 ] || fail "'$*' said more than one line: $out"
+  echo "ok: $* -> $out"
+}
+
+# Creates sparse image files of the given size (MiB): mkimg 64 a b
+mkimg() {
+  local size=$1; shift
+  for f in "$@"; do truncate -s "${size}M" "$T/$f"; done
+}
+
+uri() { echo "nbd+unix:///${2:-$1}?socket=$T/$1.sock"; }
+
+# serve NAME [extra args]: starts the server, waits for its socket.
+serve() {
+  local name=$1; shift
+  "$BLKMIRROR" serve "$name" --socket "$T/$name.sock" "$@" >>"$T/$name.log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  eval "SERVER_PID_${name//[^a-zA-Z0-9_]/_}=$pid"
+  for _ in $(seq 1 200); do
+    if [ -S "$T/$name.sock" ]; then
+      local rc=0; "$BLKMIRROR" status "$name" >/dev/null 2>&1 || rc=$?
+      { [ $rc -eq 0 ] || [ $rc -eq 2 ]; } && return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || { cat "$T/$name.log" >&2; fail "server for $name died"; }
+    sleep 0.05
+  done
+  fail "server for $name did not start"
+}
+
+server_pid() { eval "echo \$SERVER_PID_${1//[^a-zA-Z0-9_]/_}"; }
+
+# stop NAME: blkmirror stop, and wait for the server to exit 0.
+stop() {
+  local pid; pid=$(server_pid "$1")
+  "$BLKMIRROR" stop "$1" || fail "blkmirror stop $1 failed"
+  local rc=0
+  wait "$pid" || rc=$?
+  [ $rc -eq 0 ] || { cat "$T/$1.log" >&2; fail "server for $1 exited $rc"; }
+}
+
+# wait_complete NAME: until status says COMPLETE (sync done), 60 s at most.
+wait_complete() {
+  for _ in $(seq 1 600); do
+    bm status "$1" 2>/dev/null | grep -q COMPLETE && return 0
+    sleep 0.1
+  done
+  bm status "$1" >&2 || true
+  fail "$1 did not become COMPLETE"
+}
+
+# The data area of a component image: all but the last 1 MiB (metadata).
+data_size() { echo $(( ($(stat -c %s "$1") / 4096 * 4096) - MIB )); }
+
+# same_data A B [bytes]: the data areas of two components are identical.
+same_data() {
+  local n=${3:-$(data_size "$1")}
+  cmp -n "$n" "$1" "$2" >/dev/null || fail "data areas of $1 and $2 differ"
+}
+
+# file_sha FILE [bytes]
+file_sha() { head -c "${2:-$(stat -c %s "$1")}" "$1" | sha256sum | cut -d' ' -f1; }
