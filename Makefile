@@ -31,10 +31,12 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 BIN := $(BUILD)/blkmirror
 
-all: $(BIN) $(UNIT_BIN) bin/blkmirror
+all: $(BIN) $(UNIT_BIN) $(TOOL_BIN) bin/blkmirror
 
 bin/blkmirror: $(BIN)
 	@mkdir -p bin
@@ -45,6 +47,10 @@ $(BUILD)/libblkmirror.a: $(LIB_OBJ) $(SERVER_OBJ)
 
 $(BIN): $(CLI_OBJ) $(BUILD)/libblkmirror.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libblkmirror.a $(LIBS)
+
+$(BUILD)/tests/%: tests/tools/%.c server/nbd_proto.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)
