@@ -13,9 +13,12 @@ int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out)
 	if (strlen(path) >= PATH_MAX)
 		return bm_error(ENAMETOOLONG, "component path is too long");
 	if (strncmp(path, "nbd://", 6) == 0 || strncmp(path, "nbd+unix://", 11) == 0 ||
-	    strncmp(path, "nbds://", 7) == 0)
-		return bm_error(ENOTSUP, "%s: NBD components are not supported by "
-		                "this build yet; use a file or block device", path);
+	    strncmp(path, "nbds://", 7) == 0 || strncmp(path, "nbds+unix://", 12) == 0)
+		return bm_nbd_backend_open(path, out);
+	if (strstr(path, "://"))
+		return bm_error(EINVAL, "%s: unknown URI scheme; a component is a "
+		                "file, a block device, nbd://HOST[:PORT]/EXPORT or "
+		                "nbd+unix:///EXPORT?socket=PATH", path);
 	return bm_file_backend_open(path, exclusive, out);
 }
 

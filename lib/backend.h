@@ -61,6 +61,7 @@ struct bm_backend {
 int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out);
 int bm_file_backend_open(const char *path, bool exclusive,
                          struct bm_backend **out);
+int bm_nbd_backend_open(const char *uri, struct bm_backend **out);
 
 /* True when two open backends are the same disk or file. */
 bool bm_backend_same(const struct bm_backend *a, const struct bm_backend *b);
