@@ -44,7 +44,7 @@ static int refuse_existing(const char *name)
 
 int cmd_label(int argc, char **argv)
 {
-	struct bm_label_params p = {.balance = BM_BALANCE_LOAD, .slice = 4096};
+	struct bm_label_params p = {.balance = BM_BALANCE_STREAM, .slice = 4096};
 	char *paths[BM_MAX_COMPONENTS];
 	const char *name;
 	uint64_t slice;
@@ -60,7 +60,7 @@ int cmd_label(int argc, char **argv)
 			p.balance = bm_balance_parse(optarg);
 			if (p.balance < 0)
 				return cli_fail("unknown balance algorithm '%s' (use "
-				                "round-robin, load, prefer or split)",
+				                "stream, round-robin, load, prefer or split)",
 				                optarg);
 			break;
 		case 's':

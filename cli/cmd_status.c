@@ -180,7 +180,7 @@ int cmd_configure(int argc, char **argv)
 			balance = bm_balance_parse(optarg);
 			if (balance < 0)
 				return cli_fail("unknown balance algorithm '%s' (use "
-				                "round-robin, load, prefer or split)",
+				                "stream, round-robin, load, prefer or split)",
 				                optarg);
 			break;
 		case 's':

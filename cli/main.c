@@ -41,7 +41,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: blkmirror VERB ...\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "       blkmirror %s\n", verbs[i].usage);
-	fprintf(f, "ALGORITHM: round-robin, load, prefer, split (default load)\n"
+	fprintf(f, "ALGORITHM: stream (default), round-robin, load, prefer, split\n"
 	        "State directory: $BLKMIRROR_STATE_DIR or " STATE_DIR_DEFAULT "\n");
 }
 

@@ -28,6 +28,7 @@ enum bm_balance {
 	BM_BALANCE_LOAD = 1,        /* least outstanding requests */
 	BM_BALANCE_PREFER = 2,      /* highest priority component */
 	BM_BALANCE_SPLIT = 3,       /* requests > slice split over all */
+	BM_BALANCE_STREAM = 4,      /* streams read ahead from all; default */
 	BM_BALANCE_COUNT
 };
 
@@ -139,6 +140,10 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len);
 
 /* Writes every label field of every component, as `blkmirror list` shows. */
 int bm_mirror_list(bm_mirror *m, char *buf, size_t len);
+
+/* Caps the memory the `stream` algorithm reads ahead into (bytes; 0
+ * turns read-ahead off).  Default 64 MiB. */
+void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes);
 
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);

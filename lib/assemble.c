@@ -472,6 +472,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	m->ncomp = (int)n;
 	pthread_mutex_init(&m->meta_lock, NULL);
 	bm_rangelock_init(&m->rl);
+	bm_ra_init(m);
 	for (size_t i = 0; i < n; i++) {
 		struct bm_component *c = &m->comp[i];
 		size_t dup_a, dup_b;
@@ -512,6 +513,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	*out = m;
 	return 0;
 fail:
+	bm_ra_destroy(m);
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
 			m->comp[i].be->ops->close(m->comp[i].be);
@@ -531,6 +533,7 @@ void bm_mirror_close(bm_mirror *m)
 {
 	bm_sync_stop(m);
 	bm_mirror_drain(m);
+	bm_ra_destroy(m);
 	bm_ctl_stop(m);
 	pthread_mutex_lock(&m->meta_lock);
 	for (int i = 0; i < m->ncomp; i++) {
@@ -560,6 +563,15 @@ int bm_mirror_submit(bm_mirror *m, struct bm_io *io)
 	return bm_io_submit(m, io);
 }
 
+void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes)
+{
+	pthread_mutex_lock(&m->ra.lock);
+	m->ra.cap = bytes;
+	pthread_mutex_unlock(&m->ra.lock);
+	if (bytes == 0)
+		bm_ra_drop_all(m);
+}
+
 bool bm_mirror_syncing(bm_mirror *m)
 {
 	return atomic_load(&m->sync_running);
@@ -578,6 +590,8 @@ int bm_mirror_configure(bm_mirror *m, int balance, uint32_t slice)
 	atomic_store(&m->balance, balance);
 	if (slice)
 		atomic_store(&m->slice, slice);
+	if (balance != BM_BALANCE_STREAM)
+		bm_ra_drop_all(m);
 	err = bm_meta_write_all_labels(m);
 	pthread_mutex_unlock(&m->meta_lock);
 	return err < 0 ? bm_error(err, "cannot write labels: %s", strerror(-err))

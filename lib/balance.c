@@ -8,6 +8,10 @@
  *   prefer       the readable component with the highest priority.
  *   split        (io.c) a request longer than the slice is cut into one
  *                piece per readable component; shorter ones go by load.
+ *   stream       (readahead.c) sequential streams read ahead from every
+ *                component at once; other reads go by load, where a
+ *                rotating component's read next to its head position
+ *                counts one request less.
  *
  * Only ACTIVE components are readable: a SYNCHRONIZING one may not hold the
  * range yet, a FAILED or ABSENT one may hold old data.
@@ -22,6 +26,7 @@ static const char *const balance_names[BM_BALANCE_COUNT] = {
 	[BM_BALANCE_LOAD] = "load",
 	[BM_BALANCE_PREFER] = "prefer",
 	[BM_BALANCE_SPLIT] = "split",
+	[BM_BALANCE_STREAM] = "stream",
 };
 
 const char *bm_balance_name(int balance)
@@ -65,7 +70,8 @@ static int pick_round_robin(struct bm_mirror *m, uint32_t exclude)
 	return -1;
 }
 
-static int pick_load(struct bm_mirror *m, uint32_t exclude)
+static int pick_load(struct bm_mirror *m, uint32_t exclude, uint64_t off,
+                     bool head_bonus)
 {
 	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
 	int best = -1, best_load = 0;
@@ -75,6 +81,12 @@ static int pick_load(struct bm_mirror *m, uint32_t exclude)
 		if (!readable(m, i, exclude))
 			continue;
 		int load = atomic_load(&m->comp[i].inflight);
+		if (head_bonus && m->comp[i].be && m->comp[i].be->rotational) {
+			uint64_t head = atomic_load(&m->comp[i].head_pos);
+			uint64_t d = off > head ? off - head : head - off;
+			if (d < (1u << 20) && load > 0)
+				load--;
+		}
 		if (best < 0 || load < best_load) {
 			best = i;
 			best_load = load;
@@ -100,14 +112,15 @@ static int pick_prefer(struct bm_mirror *m, uint32_t exclude)
 int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,
                     uint32_t exclude)
 {
-	(void)off;
 	(void)len;
 	switch (atomic_load(&m->balance)) {
 	case BM_BALANCE_ROUND_ROBIN:
 		return pick_round_robin(m, exclude);
 	case BM_BALANCE_PREFER:
 		return pick_prefer(m, exclude);
+	case BM_BALANCE_STREAM:
+		return pick_load(m, exclude, off, true);
 	default: /* load, and split's short requests and pieces */
-		return pick_load(m, exclude);
+		return pick_load(m, exclude, off, false);
 	}
 }

@@ -82,6 +82,8 @@ static void req_complete(void *arg)
 	int result = atomic_load(&r->error);
 
 	if (r->is_write) {
+		/* Read-ahead taken while the write was in flight may be old. */
+		bm_ra_invalidate(m, io->offset, io->length);
 		bm_rangelock_shared_release(&m->rl, &r->hold);
 		atomic_store(&m->last_write_ms, bm_now_ms());
 		atomic_fetch_sub(&m->writes_inflight, 1);
@@ -171,6 +173,8 @@ static void sub_issue(struct sub *s)
 
 	s->t0_ns = now_ns();
 	atomic_fetch_add(&c->inflight, 1);
+	if (s->br.op == BM_BOP_READ)
+		atomic_store(&c->head_pos, s->br.offset + s->br.length);
 	err = c->be->ops->submit(c->be, &s->br);
 	if (err < 0)
 		s->br.done(&s->br, err);
@@ -206,7 +210,7 @@ static void sub_init(struct mreq *r, int k, int comp, enum bm_bop op,
 	s->br.opaque = s;
 }
 
-static int submit_read(struct bm_mirror *m, struct bm_io *io)
+int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io)
 {
 	int ncomp_read = bm_readable_count(m);
 	int npieces = 1;
@@ -284,8 +288,10 @@ static int submit_fanout(struct bm_mirror *m, struct bm_io *io)
 		r->sub[k].was_active =
 			atomic_load(&m->comp[targets[k]].state) == BM_CS_ACTIVE;
 	}
-	if (is_write)
+	if (is_write) {
 		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
+		bm_ra_invalidate(m, io->offset, io->length);
+	}
 	atomic_fetch_add(&m->ios_inflight, 1);
 	for (int k = 0; k < n; k++)
 		sub_issue(&r->sub[k]);
@@ -309,7 +315,10 @@ int bm_io_submit(struct bm_mirror *m, struct bm_io *io)
 	}
 	switch (io->type) {
 	case BM_IO_READ:
-		return submit_read(m, io);
+		if (atomic_load(&m->balance) == BM_BALANCE_STREAM &&
+		    bm_ra_read(m, io))
+			return 0;
+		return bm_io_read_direct(m, io);
 	case BM_IO_WRITE:
 	case BM_IO_TRIM:
 	case BM_IO_WRITE_ZEROES:

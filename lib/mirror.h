@@ -25,6 +25,7 @@
 #include "blkmirror.h"
 #include "label.h"
 #include "rangelock.h"
+#include "readahead.h"
 
 enum bm_comp_state {
 	BM_CS_ACTIVE,        /* in sync; reads and writes */
@@ -49,6 +50,7 @@ struct bm_component {
 	atomic_int state;               /* enum bm_comp_state */
 	atomic_int inflight;            /* backend requests outstanding */
 	atomic_uint_fast64_t sync_offset;
+	atomic_uint_fast64_t head_pos;  /* where its last read ended */
 	char why[256];                  /* meta_lock: why absent or failed */
 	struct bm_comp_stats stats;
 };
@@ -76,6 +78,7 @@ struct bm_mirror {
 	bool degraded;                  /* meta_lock: a component is not ACTIVE */
 
 	struct bm_rangelock rl;
+	struct bm_readahead ra;         /* the stream algorithm's state */
 
 	/* control thread: event queue protected by ev_lock */
 	pthread_t ctl_thread;
@@ -117,5 +120,7 @@ void bm_sync_stop(struct bm_mirror *m);
 
 /* io.c */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);
+/* Reads without read-ahead: the balance algorithm's pick, with retries. */
+int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io);
 
 #endif

@@ -7,7 +7,7 @@ bm label -n m0 "$T/a" "$T/b" "$T/c"
 serve m0
 head -c $((23 * MIB)) /dev/urandom >"$T/data"
 nbdcopy "$T/data" "$(uri m0)"
-for alg in round-robin load prefer split; do
+for alg in stream round-robin load prefer split; do
   bm configure -b "$alg" -s 64k m0
   bm list m0 | grep -q "^Balance: $alg" || fail "list does not show $alg"
   nbdcopy "$(uri m0)" "$T/back"

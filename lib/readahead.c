@@ -1,0 +1,580 @@
+/*
+ * The `stream` read balance: the fix for the gmirror report.
+ *
+ * Why.  `dd bs=128k` keeps one request in flight.  Any algorithm that sends
+ * each request to one component (round-robin, load, md, ZFS, btrfs) leaves
+ * the other components idle while that request is served, so one stream
+ * reads at the speed of one component however many there are.  Splitting
+ * each request (gmirror `split`) keeps them all busy with tiny pieces, which
+ * a rotating disk must still spin past, so it gains nothing there.
+ *
+ * What.  Reads are matched to sequential streams (BM_RA_STREAMS at once,
+ * from any connection: a read that starts where a stream's last read ended,
+ * or inside its read-ahead window, belongs to it).  After two sequential
+ * reads the stream reads ahead: the range after the client's position is
+ * cut into chunks, and each chunk goes to whichever ACTIVE component has a
+ * free read-ahead slot (two each).  A component takes its next chunk when
+ * it finishes one, so every component stays busy with long transfers and a
+ * faster one takes proportionally more chunks: the work follows each
+ * component's measured pace with no rate arithmetic to get wrong.  Client
+ * reads are then served from memory, or wait for the chunks they need.
+ *
+ * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
+ * half the memory cap (64 MiB per mirror unless configured); no chunk is
+ * allocated past the cap.  Chunks behind the client are freed at once; a
+ * stream idle for a second is dropped with its chunks, and so is the least
+ * recently used stream when a new one needs its slot.  A read that fits no
+ * stream goes to the component with the fewest requests outstanding (all
+ * connections and read-ahead counted, ties rotated; on a rotating
+ * component a read next to its head position counts one request less).
+ *
+ * Chunk size (per component).  A component whose chunk starts while it is
+ * idle shows its positioning cost: latency minus bytes / bandwidth, both
+ * kept as moving averages (bandwidth from the time between completions
+ * while busy).  The chunk is sized so that positioning costs at most 5% of
+ * the transfer, C = 20 * cost * bandwidth, between 512 KiB and 8 MiB: about
+ * 512 KiB on memory or SSD, a few MiB on a rotating disk, whose skip over
+ * the other components' chunks is such a positioning cost.
+ *
+ * Never stale.  A write drops every chunk it overlaps, and every chunk after
+ * it in that stream, when it is submitted and again just before it is
+ * acknowledged; so a chunk read before the write completed can never serve
+ * a read issued after the acknowledgement.  Dropped chunks still in flight
+ * are freed when they land.  Reads waiting on a dropped chunk are re-read
+ * directly.  A chunk that fails is dropped the same way and its component
+ * is reported (io.c fails it out if the direct read fails too).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mirror.h"
+#include "readahead.h"
+
+#define RA_SLOTS_PER_COMP 1
+#define RA_MIN_HITS 2
+#define RA_WINDOW_START (4ull << 20)
+#define RA_IDLE_MS 1000
+#define RA_CHUNK_MIN (512u << 10)
+#define RA_CHUNK_MAX (4u << 20)
+
+enum { CH_PENDING, CH_READY, CH_ERROR };
+
+struct ra_chunk {
+	struct bm_mirror *m;
+	struct ra_stream *s;     /* NULL once dropped */
+	uint64_t off;
+	uint32_t len;
+	int state;
+	int comp;
+	bool idle_start;         /* its component had nothing else in flight */
+	uint64_t t_issue;
+	void *buf;
+	struct ra_chunk *next;   /* in the stream, or on an issue list */
+	struct bm_breq br;
+};
+
+struct ra_wait {
+	struct bm_io *io;
+	struct ra_wait *next;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bm_ra_init(struct bm_mirror *m)
+{
+	struct bm_readahead *ra = &m->ra;
+
+	pthread_mutex_init(&ra->lock, NULL);
+	if (!ra->cap)
+		ra->cap = BM_RA_DEFAULT_CAP;
+	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+		ra->comp[i].chunk = RA_CHUNK_MIN * 2;
+}
+
+static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
+{
+	ra->bytes -= c->len;
+	atomic_fetch_sub(&ra->nchunks, 1);
+	free(c->buf);
+	free(c);
+}
+
+/* Detaches c and every chunk after it from its stream (lock held). */
+static void truncate_from(struct bm_readahead *ra, struct ra_stream *s,
+                          struct ra_chunk *from)
+{
+	struct ra_chunk **pp = &s->head, *prev = NULL;
+
+	while (*pp && *pp != from) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	*pp = NULL;
+	s->tail = prev;
+	s->ra_end = from->off;
+	if (!s->head)
+		s->ra_start = s->ra_end = 0;
+	while (from) {
+		struct ra_chunk *n = from->next;
+		from->s = NULL;
+		from->next = NULL;
+		if (from->state != CH_PENDING)
+			chunk_free(ra, from);
+		from = n;
+	}
+}
+
+/* Frees the chunks wholly before `off` (the client has read past them). */
+static void release_behind(struct bm_readahead *ra, struct ra_stream *s,
+                           uint64_t off)
+{
+	while (s->head && s->head->off + s->head->len <= off) {
+		struct ra_chunk *c = s->head;
+		s->head = c->next;
+		if (!s->head)
+			s->tail = NULL;
+		c->s = NULL;
+		c->next = NULL;
+		if (c->state != CH_PENDING)
+			chunk_free(ra, c);
+		s->ra_start = s->head ? s->head->off : s->ra_end;
+	}
+	if (!s->head)
+		s->ra_start = s->ra_end = 0;
+}
+
+/* Ends a stream; its waiting reads go to *fallback (lock held). */
+static void stream_drop(struct bm_readahead *ra, struct ra_stream *s,
+                        struct ra_wait **fallback)
+{
+	if (s->head)
+		truncate_from(ra, s, s->head);
+	while (s->waiting) {
+		struct ra_wait *w = s->waiting;
+		s->waiting = w->next;
+		w->next = *fallback;
+		*fallback = w;
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+static bool readable(struct bm_mirror *m, int i)
+{
+	return atomic_load(&m->comp[i].state) == BM_CS_ACTIVE;
+}
+
+/* The ACTIVE component with a free slot and the fewest chunks in flight
+ * (ties rotate), or -1. */
+static int pick_slot(struct bm_mirror *m)
+{
+	struct bm_readahead *ra = &m->ra;
+	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
+	int best = -1;
+
+	for (int k = 0; k < m->ncomp; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+		if (!readable(m, i) || ra->comp[i].slots >= RA_SLOTS_PER_COMP)
+			continue;
+		if (best < 0 || ra->comp[i].slots < ra->comp[best].slots)
+			best = i;
+	}
+	return best;
+}
+
+/* The stream's window, but never less than what keeps every component
+ * busy while the client waits for the oldest chunk: a chunk per component
+ * in flight, one more each ready, and the one being read (lock held). */
+static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
+{
+	uint64_t floor = 0;
+
+	for (int i = 0; i < m->ncomp; i++)
+		floor += 2ull * m->ra.comp[i].chunk;
+	return s->window > floor ? s->window : floor;
+}
+
+/* Issues chunks until `target` is read ahead or nothing is free; new
+ * chunks are added to *issue (lock held). */
+static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
+                   struct ra_chunk **issue)
+{
+	struct bm_readahead *ra = &m->ra;
+
+	if (target > m->size)
+		target = m->size;
+	while (s->ra_end < target) {
+		int comp = pick_slot(m);
+		if (comp < 0)
+			break;
+		uint32_t len = ra->comp[comp].chunk;
+		/* chunks end on multiples of their size: aligned transfers */
+		uint64_t end = (s->ra_end / len + 1) * (uint64_t)len;
+		if (end > m->size)
+			end = m->size;
+		len = (uint32_t)(end - s->ra_end);
+		if (ra->bytes + len > ra->cap)
+			break;
+		struct ra_chunk *c = calloc(1, sizeof(*c));
+		if (!c || posix_memalign(&c->buf, 4096, len)) {
+			free(c);
+			break;
+		}
+		c->m = m;
+		c->s = s;
+		c->off = s->ra_end;
+		c->len = len;
+		c->comp = comp;
+		c->state = CH_PENDING;
+		c->idle_start = ra->comp[comp].slots == 0 &&
+		                atomic_load(&m->comp[comp].inflight) == 0;
+		ra->comp[comp].slots++;
+		ra->bytes += len;
+		atomic_fetch_add(&ra->nchunks, 1);
+		if (s->tail)
+			s->tail->next = c;
+		else
+			s->head = c;
+		s->tail = c;
+		s->ra_end += len;
+		/* issue list uses a separate link: br.opaque chain */
+		c->br.opaque = *issue;
+		*issue = c;
+	}
+}
+
+/* 1: every chunk over [off, off+len) is READY; 0: some pending; -1: not
+ * covered or a chunk failed (lock held). */
+static int coverage(struct ra_stream *s, uint64_t off, uint32_t len)
+{
+	uint64_t end = off + len;
+	int all_ready = 1;
+
+	if (off < s->ra_start || end > s->ra_end || !s->head)
+		return -1;
+	for (struct ra_chunk *c = s->head; c && c->off < end; c = c->next) {
+		if (c->off + c->len <= off)
+			continue;
+		if (c->state == CH_ERROR)
+			return -1;
+		if (c->state == CH_PENDING)
+			all_ready = 0;
+	}
+	return all_ready;
+}
+
+static void copy_out(struct ra_stream *s, struct bm_io *io)
+{
+	uint64_t end = io->offset + io->length;
+
+	for (struct ra_chunk *c = s->head; c && c->off < end; c = c->next) {
+		uint64_t a = c->off > io->offset ? c->off : io->offset;
+		uint64_t b = c->off + c->len < end ? c->off + c->len : end;
+		if (a < b)
+			memcpy((char *)io->buf + (a - io->offset),
+			       (char *)c->buf + (a - c->off), b - a);
+	}
+}
+
+static void chunk_done(struct bm_breq *br, int result);
+
+static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
+{
+	while (list) {
+		struct ra_chunk *c = list;
+		list = c->br.opaque;
+		struct bm_component *comp = &m->comp[c->comp];
+		c->br.op = BM_BOP_READ;
+		c->br.flags = 0;
+		c->br.offset = c->off;
+		c->br.length = c->len;
+		c->br.buf = c->buf;
+		c->br.done = chunk_done;
+		c->br.opaque = c;
+		c->t_issue = now_ns();
+		atomic_fetch_add(&comp->inflight, 1);
+		if (comp->be->ops->submit(comp->be, &c->br) < 0)
+			chunk_done(&c->br, -EIO);
+	}
+}
+
+static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
+                         struct ra_wait *fallback)
+{
+	while (done_list) {
+		struct ra_wait *w = done_list;
+		done_list = w->next;
+		struct bm_io *io = w->io;
+		free(w);
+		atomic_fetch_add(&m->ra.hits_bytes, io->length);
+		atomic_fetch_sub(&m->ios_inflight, 1);
+		io->done(io, 0);
+	}
+	while (fallback) {
+		struct ra_wait *w = fallback;
+		fallback = w->next;
+		struct bm_io *io = w->io;
+		free(w);
+		atomic_fetch_add(&m->ra.direct_bytes, io->length);
+		int err = bm_io_read_direct(m, io);
+		atomic_fetch_sub(&m->ios_inflight, 1);
+		if (err < 0)
+			io->done(io, err);
+	}
+}
+
+/* Sorts a stream's waiting reads into served, still waiting, and those to
+ * read directly (lock held). */
+static void check_waiters(struct ra_stream *s, struct ra_wait **done_list,
+                          struct ra_wait **fallback)
+{
+	struct ra_wait **pp = &s->waiting;
+
+	while (*pp) {
+		struct ra_wait *w = *pp;
+		int cov = coverage(s, w->io->offset, w->io->length);
+		if (cov == 0) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (cov > 0) {
+			copy_out(s, w->io);
+			w->next = *done_list;
+			*done_list = w;
+		} else {
+			w->next = *fallback;
+			*fallback = w;
+		}
+	}
+}
+
+static void learn(struct ra_comp *rc, struct ra_chunk *c, uint64_t t_done)
+{
+	uint64_t start = c->t_issue > rc->last_done_ns ? c->t_issue
+	                                               : rc->last_done_ns;
+	double service = (double)(t_done - start);
+	double latency = (double)(t_done - c->t_issue);
+
+	rc->last_done_ns = t_done;
+	if (service > 0) {
+		double bw = (double)c->len / service;
+		rc->bw = rc->bw ? 0.8 * rc->bw + 0.2 * bw : bw;
+	}
+	if (c->idle_start && rc->bw > 0) {
+		double pos = latency - (double)c->len / rc->bw;
+		if (pos < 0)
+			pos = 0;
+		rc->pos_ns = 0.8 * rc->pos_ns + 0.2 * pos;
+	}
+	if (rc->bw > 0) {
+		double want = 20.0 * rc->pos_ns * rc->bw;
+		uint32_t size = RA_CHUNK_MIN;
+		while (size < RA_CHUNK_MAX && (double)size < want)
+			size <<= 1;
+		rc->chunk = size;
+	}
+	if (getenv("BM_RA_DEBUG"))
+		fprintf(stderr, "ra: comp %d chunk off %lu len %u lat %.2fms svc %.2fms bw %.1fMB/s pos %.3fms -> chunk %u\n",
+		        c->comp, (unsigned long)c->off, c->len, latency / 1e6, service / 1e6, rc->bw * 1e3, rc->pos_ns / 1e6, rc->chunk);
+}
+
+static void chunk_done(struct bm_breq *br, int result)
+{
+	struct ra_chunk *c = br->opaque;
+	struct bm_mirror *m = c->m;
+	struct bm_readahead *ra = &m->ra;
+	struct bm_component *comp = &m->comp[c->comp];
+	struct ra_chunk *issue = NULL;
+	struct ra_wait *done_list = NULL, *fallback = NULL;
+	uint64_t t = now_ns();
+	int comp_index = c->comp;
+
+	atomic_fetch_sub(&comp->inflight, 1);
+	if (result == 0) {
+		atomic_fetch_add(&comp->stats.reads, 1);
+		atomic_fetch_add(&comp->stats.read_bytes, c->len);
+		atomic_fetch_add(&comp->stats.read_ns, t - c->t_issue);
+	} else {
+		atomic_fetch_add(&comp->stats.errors, 1);
+	}
+	pthread_mutex_lock(&ra->lock);
+	ra->comp[comp_index].slots--;
+	if (result == 0)
+		learn(&ra->comp[comp_index], c, t);
+	struct ra_stream *s = c->s;
+	if (!s) {
+		chunk_free(ra, c); /* dropped while in flight */
+	} else {
+		c->state = result == 0 ? CH_READY : CH_ERROR;
+		if (result < 0)
+			truncate_from(ra, s, c);
+		check_waiters(s, &done_list, &fallback);
+		if (result == 0 && s->used)
+			extend(m, s, s->next + window_of(m, s), &issue);
+	}
+	/* A freed slot may let any stream go on. */
+	for (int i = 0; i < BM_RA_STREAMS; i++) {
+		struct ra_stream *o = &ra->streams[i];
+		if (o->used && o->head)
+			extend(m, o, o->next + window_of(m, o), &issue);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	if (result < 0)
+		bm_ctl_fail(m, 1u << comp_index, "read error (read-ahead)", NULL,
+		            NULL);
+	issue_all(m, issue);
+	finish_reads(m, done_list, fallback);
+}
+
+/* The stream this read belongs to, or a slot for a new one (lock held). */
+static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
+                                     bool *is_new, struct ra_wait **fallback)
+{
+	struct bm_readahead *ra = &m->ra;
+	long long now = bm_now_ms();
+	struct ra_stream *free_slot = NULL, *lru = NULL;
+
+	*is_new = false;
+	for (int i = 0; i < BM_RA_STREAMS; i++) {
+		struct ra_stream *s = &ra->streams[i];
+		if (s->used && now - s->last_ms > RA_IDLE_MS && !s->waiting)
+			stream_drop(ra, s, fallback);
+		if (!s->used) {
+			if (!free_slot)
+				free_slot = s;
+			continue;
+		}
+		if (io->offset == s->next ||
+		    (s->head && io->offset >= s->ra_start &&
+		     io->offset < s->ra_end))
+			return s;
+		if (!s->waiting && (!lru || s->last_ms < lru->last_ms ||
+		                    (!s->head && lru->head)))
+			lru = s;
+	}
+	struct ra_stream *s = free_slot ? free_slot : lru;
+	if (!s)
+		return NULL;
+	if (s->used)
+		stream_drop(ra, s, fallback);
+	s->used = true;
+	s->next = io->offset; /* counted as a hit below */
+	s->window = RA_WINDOW_START;
+	*is_new = true;
+	return s;
+}
+
+bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
+{
+	struct bm_readahead *ra = &m->ra;
+	struct ra_chunk *issue = NULL;
+	struct ra_wait *done_list = NULL, *fallback = NULL;
+	bool is_new, taken = false;
+
+	pthread_mutex_lock(&ra->lock);
+	struct ra_stream *s = find_stream(m, io, &is_new, &fallback);
+	if (!s)
+		goto out;
+	s->last_ms = bm_now_ms();
+	if (io->offset == s->next && !is_new) {
+		s->hits++;
+		if (s->hits % 4 == 0 && s->window < ra->cap / 2)
+			s->window *= 2;
+	}
+	if (io->offset + io->length > s->next)
+		s->next = io->offset + io->length;
+	if (s->hits < RA_MIN_HITS)
+		goto out;
+	/* Free what the client has passed, but not what a read still waits
+	 * for (several reads of one stream may be in flight). */
+	uint64_t behind = io->offset;
+	for (struct ra_wait *w = s->waiting; w; w = w->next)
+		if (w->io->offset < behind)
+			behind = w->io->offset;
+	release_behind(ra, s, behind);
+	if (!s->head) /* (re)start the window at this read */
+		s->ra_start = s->ra_end = io->offset;
+	uint64_t target = s->next + window_of(m, s);
+	if (target < io->offset + io->length)
+		target = io->offset + io->length;
+	extend(m, s, target, &issue);
+	int cov = coverage(s, io->offset, io->length);
+	if (cov < 0)
+		goto out;
+	struct ra_wait *w = malloc(sizeof(*w));
+	if (!w)
+		goto out;
+	w->io = io;
+	taken = true;
+	atomic_fetch_add(&m->ios_inflight, 1);
+	if (cov > 0) {
+		copy_out(s, io);
+		w->next = done_list;
+		done_list = w;
+	} else {
+		w->next = s->waiting;
+		s->waiting = w;
+	}
+out:
+	pthread_mutex_unlock(&ra->lock);
+	issue_all(m, issue);
+	finish_reads(m, done_list, fallback);
+	if (!taken)
+		atomic_fetch_add(&ra->direct_bytes, io->length);
+	return taken;
+}
+
+void bm_ra_invalidate(struct bm_mirror *m, uint64_t off, uint64_t len)
+{
+	struct bm_readahead *ra = &m->ra;
+	struct ra_wait *done_list = NULL, *fallback = NULL;
+	uint64_t end = off + len;
+
+	if (atomic_load(&ra->nchunks) == 0)
+		return;
+	pthread_mutex_lock(&ra->lock);
+	for (int i = 0; i < BM_RA_STREAMS; i++) {
+		struct ra_stream *s = &ra->streams[i];
+		if (!s->used || !s->head || end <= s->ra_start || off >= s->ra_end)
+			continue;
+		for (struct ra_chunk *c = s->head; c; c = c->next)
+			if (c->off < end && off < c->off + c->len) {
+				truncate_from(ra, s, c);
+				break;
+			}
+		check_waiters(s, &done_list, &fallback);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	finish_reads(m, done_list, fallback);
+}
+
+void bm_ra_drop_all(struct bm_mirror *m)
+{
+	struct bm_readahead *ra = &m->ra;
+	struct ra_wait *fallback = NULL;
+
+	pthread_mutex_lock(&ra->lock);
+	for (int i = 0; i < BM_RA_STREAMS; i++)
+		if (ra->streams[i].used)
+			stream_drop(ra, &ra->streams[i], &fallback);
+	pthread_mutex_unlock(&ra->lock);
+	finish_reads(m, NULL, fallback);
+}
+
+/* Drops every stream and waits for chunks in flight to land. */
+void bm_ra_destroy(struct bm_mirror *m)
+{
+	bm_ra_drop_all(m);
+	while (atomic_load(&m->ra.nchunks) > 0)
+		usleep(1000);
+	pthread_mutex_destroy(&m->ra.lock);
+}

@@ -1,0 +1,65 @@
+/*
+ * The `stream` read balance: sequential streams read ahead from every
+ * component in parallel.  See readahead.c for the design.
+ */
+#ifndef BM_READAHEAD_H
+#define BM_READAHEAD_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "blkmirror.h"
+
+#define BM_RA_STREAMS 8
+#define BM_RA_DEFAULT_CAP (64ull << 20)
+
+struct ra_chunk;
+struct ra_wait;
+
+struct ra_stream {
+	bool used;
+	uint64_t next;          /* where the next sequential read starts */
+	uint64_t ra_start;      /* chunks cover [ra_start, ra_end) contiguously */
+	uint64_t ra_end;
+	uint32_t hits;          /* sequential reads seen */
+	uint64_t window;        /* bytes to keep read ahead of `next` */
+	long long last_ms;
+	struct ra_chunk *head, *tail;
+	struct ra_wait *waiting; /* client reads waiting for chunks */
+};
+
+struct ra_comp {
+	int slots;               /* read-ahead chunks in flight */
+	uint64_t last_done_ns;   /* when its previous chunk completed */
+	double bw;               /* EWMA bytes per ns (0: unknown) */
+	double pos_ns;           /* least positioning cost seen lately */
+	uint32_t chunk;          /* chunk size chosen from the two above */
+};
+
+struct bm_readahead {
+	pthread_mutex_t lock;    /* protects everything below */
+	struct ra_stream streams[BM_RA_STREAMS];
+	struct ra_comp comp[BM_MAX_COMPONENTS];
+	uint64_t bytes;          /* chunk memory allocated */
+	uint64_t cap;            /* at most this much */
+	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
+	atomic_uint_fast64_t hits_bytes;   /* client bytes served from chunks */
+	atomic_uint_fast64_t direct_bytes; /* client bytes read directly */
+};
+
+struct bm_mirror;
+struct bm_io;
+
+void bm_ra_init(struct bm_mirror *m);
+void bm_ra_destroy(struct bm_mirror *m);
+/* Takes a client read if the read-ahead can serve it (now or when its
+ * chunks arrive); false: the caller reads it directly. */
+bool bm_ra_read(struct bm_mirror *m, struct bm_io *io);
+/* Drops read-ahead data overlapping a write (called when the write is
+ * submitted and again before it is acknowledged). */
+void bm_ra_invalidate(struct bm_mirror *m, uint64_t off, uint64_t len);
+/* Drops everything (algorithm change, component state change). */
+void bm_ra_drop_all(struct bm_mirror *m);
+
+#endif
