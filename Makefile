@@ -36,7 +36,15 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 BIN := $(BUILD)/blkmirror
 
-all: $(BIN) $(UNIT_BIN) $(TOOL_BIN) bin/blkmirror
+DISKEMU := $(if $(wildcard /usr/include/nbdkit-plugin.h),$(BUILD)/diskemu.so)
+
+all: $(BIN) $(UNIT_BIN) $(TOOL_BIN) $(DISKEMU) bin/blkmirror
+
+# The benchmark's disk emulator (an nbdkit plugin; see bench/diskemu.c).
+$(BUILD)/diskemu.so: bench/diskemu.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror) \
+		-fPIC -shared -o $@ $<
 
 bin/blkmirror: $(BIN)
 	@mkdir -p bin

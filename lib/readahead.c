@@ -13,7 +13,7 @@
  * or inside its read-ahead window, belongs to it).  After two sequential
  * reads the stream reads ahead: the range after the client's position is
  * cut into chunks, and each chunk goes to whichever ACTIVE component has a
- * free read-ahead slot (two each).  A component takes its next chunk when
+ * free read-ahead slot (one each).  A component takes its next chunk when
  * it finishes one, so every component stays busy with long transfers and a
  * faster one takes proportionally more chunks: the work follows each
  * component's measured pace with no rate arithmetic to get wrong.  Client
@@ -28,14 +28,19 @@
  * connections and read-ahead counted, ties rotated; on a rotating
  * component a read next to its head position counts one request less).
  *
- * Chunk size (per component).  A component whose chunk starts while it is
- * idle shows its positioning cost: latency minus bytes / bandwidth, both
- * kept as moving averages (bandwidth from the time between completions
- * while busy).  The chunk is sized so that positioning costs at most 5% of
- * the transfer, C = 20 * cost * bandwidth, between 512 KiB and 8 MiB: about
- * 512 KiB on memory or SSD, a few MiB on a rotating disk, whose skip over
- * the other components' chunks is such a positioning cost.
- *
+ * Chunk size (per component).  Each component keeps two chunks queued so
+ * that it never waits for us between them.  A chunk costs positioning plus
+ * bytes over bandwidth; on a rotating disk the positioning is the spin
+ * (or short seek) over the other components' chunks, so small chunks lose
+ * much of the disk's speed and large ones little.  Rather than guess the
+ * two, each component's chunk size climbs by measurement: throughput (bytes
+ * over service time, service measured from when the component could start
+ * the chunk) is measured over six chunks at the current size, then at
+ * twice the size; the larger size is kept while it is at least 4% faster,
+ * up to 1 MiB on memory, SSD or unknown media and 8 MiB on a rotating disk
+ * (larger chunks on fast media only delay the first byte); a settled
+ * component probes again after a while, to follow a change.
+
  * Never stale.  A write drops every chunk it overlaps, and every chunk after
  * it in that stream, when it is submitted and again just before it is
  * acknowledged; so a chunk read before the write completed can never serve
@@ -54,12 +59,16 @@
 #include "mirror.h"
 #include "readahead.h"
 
-#define RA_SLOTS_PER_COMP 1
+#define RA_SLOTS_PER_COMP 2
 #define RA_MIN_HITS 2
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
 #define RA_CHUNK_MIN (512u << 10)
-#define RA_CHUNK_MAX (4u << 20)
+#define RA_CHUNK_MAX (1u << 20)            /* memory, SSD, unknown */
+#define RA_CHUNK_MAX_ROTATIONAL (8u << 20)
+#define RA_PROBE_SAMPLES 6        /* chunks measured per size */
+#define RA_PROBE_GAIN 1.04        /* a larger chunk must be 4% faster */
+#define RA_REPROBE_ROUNDS 40      /* measure rounds before probing again */
 
 enum { CH_PENDING, CH_READY, CH_ERROR };
 
@@ -97,7 +106,7 @@ void bm_ra_init(struct bm_mirror *m)
 	if (!ra->cap)
 		ra->cap = BM_RA_DEFAULT_CAP;
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
-		ra->comp[i].chunk = RA_CHUNK_MIN * 2;
+		ra->comp[i].chunk = RA_CHUNK_MIN;
 }
 
 static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
@@ -357,34 +366,61 @@ static void check_waiters(struct ra_stream *s, struct ra_wait **done_list,
 	}
 }
 
-static void learn(struct ra_comp *rc, struct ra_chunk *c, uint64_t t_done)
+/* Measures a component's throughput at its current chunk size and climbs
+ * to larger chunks while they pay (lock held).  A chunk's service time is
+ * the time from when the component could start it (its issue, or the
+ * previous completion if it was still busy) to its completion. */
+static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
+                  uint64_t t_done)
 {
+	struct ra_comp *rc = &m->ra.comp[comp];
 	uint64_t start = c->t_issue > rc->last_done_ns ? c->t_issue
 	                                               : rc->last_done_ns;
-	double service = (double)(t_done - start);
-	double latency = (double)(t_done - c->t_issue);
+	bool rotational = m->comp[comp].be && m->comp[comp].be->rotational;
+	uint32_t max = rotational ? RA_CHUNK_MAX_ROTATIONAL : RA_CHUNK_MAX;
 
 	rc->last_done_ns = t_done;
-	if (service > 0) {
-		double bw = (double)c->len / service;
-		rc->bw = rc->bw ? 0.8 * rc->bw + 0.2 * bw : bw;
-	}
-	if (c->idle_start && rc->bw > 0) {
-		double pos = latency - (double)c->len / rc->bw;
-		if (pos < 0)
-			pos = 0;
-		rc->pos_ns = 0.8 * rc->pos_ns + 0.2 * pos;
-	}
-	if (rc->bw > 0) {
-		double want = 20.0 * rc->pos_ns * rc->bw;
-		uint32_t size = RA_CHUNK_MIN;
-		while (size < RA_CHUNK_MAX && (double)size < want)
-			size <<= 1;
-		rc->chunk = size;
+	if (c->len != rc->chunk || t_done <= start)
+		return; /* a short tail chunk, or one of the old size */
+	rc->sample_bytes += c->len;
+	rc->sample_ns += t_done - start;
+	if (++rc->samples < RA_PROBE_SAMPLES)
+		return;
+	double thr = (double)rc->sample_bytes / (double)rc->sample_ns;
+	rc->samples = 0;
+	rc->sample_bytes = rc->sample_ns = 0;
+	switch (rc->phase) {
+	case RA_SETTLED:
+		if (++rc->settled_rounds < RA_REPROBE_ROUNDS)
+			break;
+		rc->settled_rounds = 0;
+		/* measure again, then probe */
+		__attribute__((fallthrough));
+	case RA_MEASURING:
+		rc->thr = thr;
+		if (rc->chunk < max) {
+			rc->chunk *= 2;
+			rc->phase = RA_PROBING;
+		} else {
+			rc->phase = RA_SETTLED;
+		}
+		break;
+	case RA_PROBING:
+		if (thr > rc->thr * RA_PROBE_GAIN) {
+			rc->thr = thr;
+			if (rc->chunk < max) {
+				rc->chunk *= 2;
+				break;
+			}
+		} else if (rc->chunk > RA_CHUNK_MIN) {
+			rc->chunk /= 2; /* no better: back to the smaller size */
+		}
+		rc->phase = RA_SETTLED;
+		break;
 	}
 	if (getenv("BM_RA_DEBUG"))
-		fprintf(stderr, "ra: comp %d chunk off %lu len %u lat %.2fms svc %.2fms bw %.1fMB/s pos %.3fms -> chunk %u\n",
-		        c->comp, (unsigned long)c->off, c->len, latency / 1e6, service / 1e6, rc->bw * 1e3, rc->pos_ns / 1e6, rc->chunk);
+		fprintf(stderr, "ra: comp %d throughput %.1f MB/s -> chunk %u "
+		        "(phase %d)\n", comp, thr * 1e3, rc->chunk, rc->phase);
 }
 
 static void chunk_done(struct bm_breq *br, int result)
@@ -409,7 +445,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	pthread_mutex_lock(&ra->lock);
 	ra->comp[comp_index].slots--;
 	if (result == 0)
-		learn(&ra->comp[comp_index], c, t);
+		learn(m, comp_index, c, t);
 	struct ra_stream *s = c->s;
 	if (!s) {
 		chunk_free(ra, c); /* dropped while in flight */

@@ -29,12 +29,16 @@ struct ra_stream {
 	struct ra_wait *waiting; /* client reads waiting for chunks */
 };
 
+enum ra_phase { RA_MEASURING, RA_PROBING, RA_SETTLED };
+
 struct ra_comp {
 	int slots;               /* read-ahead chunks in flight */
 	uint64_t last_done_ns;   /* when its previous chunk completed */
-	double bw;               /* EWMA bytes per ns (0: unknown) */
-	double pos_ns;           /* least positioning cost seen lately */
-	uint32_t chunk;          /* chunk size chosen from the two above */
+	uint32_t chunk;          /* current chunk size */
+	enum ra_phase phase;     /* chunk size search (readahead.c) */
+	double thr;              /* bytes per ns at the size before a probe */
+	uint32_t samples, settled_rounds;
+	uint64_t sample_bytes, sample_ns;
 };
 
 struct bm_readahead {
