@@ -42,5 +42,6 @@ int cmd_status(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,6 +44,32 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
 			snprintf(out, len, "error %s\n", bm_last_error());
 		else
 			snprintf(out, len, "ok\n");
+	} else if (strcmp(cmd, "stats") == 0) {
+		struct bm_stat_row rows[BM_MAX_COMPONENTS + 1];
+		int nrows = bm_mirror_stats(m, rows, BM_MAX_COMPONENTS + 1);
+		struct timespec ts;
+		size_t used;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		used = (size_t)snprintf(out, len, "ok\nt %llu\n",
+		        (unsigned long long)ts.tv_sec * 1000000000ull +
+		        (unsigned long long)ts.tv_nsec);
+		for (int i = 0; i < nrows && used < len; i++) {
+			struct bm_stat_row *r = &rows[i];
+			used += (size_t)snprintf(out + used, len - used,
+			        "row %d %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+			        "%llu %llu %s\n", r->queue,
+			        (unsigned long long)r->reads,
+			        (unsigned long long)r->read_bytes,
+			        (unsigned long long)r->read_ns,
+			        (unsigned long long)r->writes,
+			        (unsigned long long)r->write_bytes,
+			        (unsigned long long)r->write_ns,
+			        (unsigned long long)r->deletes,
+			        (unsigned long long)r->delete_bytes,
+			        (unsigned long long)r->delete_ns,
+			        (unsigned long long)r->busy_ns,
+			        (unsigned long long)r->errors, r->name);
+		}
 	} else if (strcmp(cmd, "stop") == 0) {
 		snprintf(out, len, "ok\n");
 		kill(getpid(), SIGTERM);

@@ -22,6 +22,7 @@ static const struct verb {
 	{"clear", cmd_clear, "clear COMPONENT..."},
 	{"configure", cmd_configure, "configure -b ALGORITHM [-s SLICE] NAME"},
 	{"stop", cmd_stop, "stop NAME"},
+	{"stat", cmd_stat, "stat NAME [-I INTERVAL] [-d] [-b] [-c COUNT] [--json]"},
 };
 
 int cli_fail(const char *fmt, ...)

@@ -145,6 +145,21 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len);
  * turns read-ahead off).  Default 64 MiB. */
 void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes);
 
+/* Cumulative counters of one row of `blkmirror stat`. */
+struct bm_stat_row {
+	char name[256];
+	int queue;                      /* requests outstanding now */
+	uint64_t reads, read_bytes, read_ns;
+	uint64_t writes, write_bytes, write_ns;
+	uint64_t deletes, delete_bytes, delete_ns;
+	uint64_t busy_ns;               /* time with a request outstanding */
+	uint64_t errors;
+};
+
+/* Fills a row per component, then one for the mirror itself (named after
+ * it); returns the number of rows, at most max. */
+int bm_mirror_stats(bm_mirror *m, struct bm_stat_row *rows, int max);
+
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);
 

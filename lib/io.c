@@ -43,35 +43,82 @@ struct mreq {
 	atomic_uint failed;     /* components that failed this request */
 	atomic_uint ok_active;  /* ACTIVE components that completed it */
 	bool is_write;
+	uint64_t t0_ns;
 	struct bm_range_hold hold;
 	int nsub;
 	struct sub sub[];
 };
 
-static uint64_t now_ns(void)
+uint64_t bm_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void account(struct bm_component *c, const struct sub *s, int result)
+void bm_stats_account(struct bm_comp_stats *st, int kind, uint64_t bytes,
+                      uint64_t ns, int result)
 {
-	uint64_t dt = now_ns() - s->t0_ns;
-
 	if (result < 0) {
-		atomic_fetch_add(&c->stats.errors, 1);
+		atomic_fetch_add(&st->errors, 1);
 		return;
 	}
-	if (s->br.op == BM_BOP_READ) {
-		atomic_fetch_add(&c->stats.reads, 1);
-		atomic_fetch_add(&c->stats.read_bytes, s->br.length);
-		atomic_fetch_add(&c->stats.read_ns, dt);
-	} else if (s->br.op != BM_BOP_FLUSH) {
-		atomic_fetch_add(&c->stats.writes, 1);
-		atomic_fetch_add(&c->stats.write_bytes, s->br.length);
-		atomic_fetch_add(&c->stats.write_ns, dt);
+	switch (kind) {
+	case BM_STAT_READ:
+		atomic_fetch_add(&st->reads, 1);
+		atomic_fetch_add(&st->read_bytes, bytes);
+		atomic_fetch_add(&st->read_ns, ns);
+		break;
+	case BM_STAT_WRITE:
+		atomic_fetch_add(&st->writes, 1);
+		atomic_fetch_add(&st->write_bytes, bytes);
+		atomic_fetch_add(&st->write_ns, ns);
+		break;
+	case BM_STAT_DELETE:
+		atomic_fetch_add(&st->deletes, 1);
+		atomic_fetch_add(&st->delete_bytes, bytes);
+		atomic_fetch_add(&st->delete_ns, ns);
+		break;
 	}
+}
+
+static int stat_kind(enum bm_bop op)
+{
+	switch (op) {
+	case BM_BOP_READ: return BM_STAT_READ;
+	case BM_BOP_WRITE: case BM_BOP_ZERO: return BM_STAT_WRITE;
+	case BM_BOP_TRIM: return BM_STAT_DELETE;
+	default: return BM_STAT_OTHER;
+	}
+}
+
+static int io_stat_kind(enum bm_io_type t)
+{
+	switch (t) {
+	case BM_IO_READ: return BM_STAT_READ;
+	case BM_IO_WRITE: case BM_IO_WRITE_ZEROES: return BM_STAT_WRITE;
+	case BM_IO_TRIM: return BM_STAT_DELETE;
+	default: return BM_STAT_OTHER;
+	}
+}
+
+static void account(struct bm_component *c, const struct sub *s, int result)
+{
+	bm_stats_account(&c->stats, stat_kind(s->br.op), s->br.length,
+	                 bm_now_ns() - s->t0_ns, result);
+}
+
+/* The mirror's own row: a client request begins / ends. */
+void bm_io_begin(struct bm_mirror *m)
+{
+	bm_queue_enter(&m->queue, &m->stats);
+}
+
+void bm_io_end(struct bm_mirror *m, struct bm_io *io, uint64_t t0, int result)
+{
+	bm_stats_account(&m->stats, io_stat_kind(io->type), io->length,
+	                 bm_now_ns() - t0, result);
+	bm_queue_leave(&m->queue, &m->stats);
 }
 
 static void req_complete(void *arg)
@@ -88,7 +135,9 @@ static void req_complete(void *arg)
 		atomic_store(&m->last_write_ms, bm_now_ms());
 		atomic_fetch_sub(&m->writes_inflight, 1);
 	}
+	uint64_t t0 = r->t0_ns;
 	free(r);
+	bm_io_end(m, io, t0, result);
 	atomic_fetch_sub(&m->ios_inflight, 1);
 	io->done(io, result);
 }
@@ -108,7 +157,7 @@ static void read_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	atomic_fetch_sub(&c->inflight, 1);
+	bm_queue_leave(&c->inflight, &c->stats);
 	account(c, s, result);
 	if (result < 0) {
 		s->tried |= 1u << s->comp;
@@ -132,7 +181,7 @@ static void write_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	atomic_fetch_sub(&c->inflight, 1);
+	bm_queue_leave(&c->inflight, &c->stats);
 	account(c, s, result);
 	if (result < 0)
 		atomic_fetch_or(&r->failed, 1u << s->comp);
@@ -171,8 +220,8 @@ static void sub_issue(struct sub *s)
 	struct bm_component *c = &m->comp[s->comp];
 	int err;
 
-	s->t0_ns = now_ns();
-	atomic_fetch_add(&c->inflight, 1);
+	s->t0_ns = bm_now_ns();
+	bm_queue_enter(&c->inflight, &c->stats);
 	if (s->br.op == BM_BOP_READ)
 		atomic_store(&c->head_pos, s->br.offset + s->br.length);
 	err = c->be->ops->submit(c->be, &s->br);
@@ -189,6 +238,7 @@ static struct mreq *req_alloc(struct bm_mirror *m, struct bm_io *io, int nsub)
 	r->m = m;
 	r->io = io;
 	r->nsub = nsub;
+	r->t0_ns = bm_now_ns();
 	atomic_init(&r->pending, nsub);
 	return r;
 }
@@ -241,6 +291,7 @@ int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io)
 		         len, (char *)io->buf + (size_t)k * piece, 0, read_done);
 	}
 	atomic_fetch_add(&m->ios_inflight, 1);
+	bm_io_begin(m);
 	for (int k = 0; k < npieces; k++)
 		sub_issue(&r->sub[k]);
 	return 0;
@@ -293,6 +344,7 @@ static int submit_fanout(struct bm_mirror *m, struct bm_io *io)
 		bm_ra_invalidate(m, io->offset, io->length);
 	}
 	atomic_fetch_add(&m->ios_inflight, 1);
+	bm_io_begin(m);
 	for (int k = 0; k < n; k++)
 		sub_issue(&r->sub[k]);
 	return 0;

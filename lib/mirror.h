@@ -36,11 +36,38 @@ enum bm_comp_state {
 
 const char *bm_comp_state_name(int state);
 
+/* Cumulative counters behind `blkmirror stat` (one set per component and
+ * one for the mirror as its clients see it). */
 struct bm_comp_stats {
 	atomic_uint_fast64_t reads, read_bytes, read_ns;
 	atomic_uint_fast64_t writes, write_bytes, write_ns;
+	atomic_uint_fast64_t deletes, delete_bytes, delete_ns;
 	atomic_uint_fast64_t errors;
+	atomic_uint_fast64_t busy_ns;    /* time with a request outstanding */
+	atomic_uint_fast64_t busy_since; /* when the queue last left zero */
 };
+
+uint64_t bm_now_ns(void);
+
+/* A request starts / ends on a queue: keeps the queue length and busy time
+ * (the %busy of gstat) without a lock. */
+static inline void bm_queue_enter(atomic_int *q, struct bm_comp_stats *st)
+{
+	if (atomic_fetch_add(q, 1) == 0)
+		atomic_store(&st->busy_since, bm_now_ns());
+}
+
+static inline void bm_queue_leave(atomic_int *q, struct bm_comp_stats *st)
+{
+	if (atomic_fetch_sub(q, 1) == 1)
+		atomic_fetch_add(&st->busy_ns,
+		                 bm_now_ns() - atomic_load(&st->busy_since));
+}
+
+/* Adds one completed request to a set of counters. */
+void bm_stats_account(struct bm_comp_stats *st, int kind, uint64_t bytes,
+                      uint64_t ns, int result);
+enum { BM_STAT_READ, BM_STAT_WRITE, BM_STAT_DELETE, BM_STAT_OTHER };
 
 struct bm_component {
 	int index;
@@ -74,6 +101,8 @@ struct bm_mirror {
 	atomic_bool dirty;              /* labels say DIRTY */
 	atomic_long writes_inflight;    /* writes, trims, zeroes in flight */
 	atomic_long ios_inflight;       /* every client io in flight */
+	atomic_int queue;               /* client reads/writes in flight (stat) */
+	struct bm_comp_stats stats;     /* the mirror's own row in stat */
 	atomic_llong last_write_ms;
 	bool degraded;                  /* meta_lock: a component is not ACTIVE */
 
@@ -120,6 +149,8 @@ void bm_sync_stop(struct bm_mirror *m);
 
 /* io.c */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);
+void bm_io_begin(struct bm_mirror *m);
+void bm_io_end(struct bm_mirror *m, struct bm_io *io, uint64_t t0, int result);
 /* Reads without read-ahead: the balance algorithm's pick, with retries. */
 int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io);
 

@@ -88,15 +88,10 @@ struct ra_chunk {
 
 struct ra_wait {
 	struct bm_io *io;
+	uint64_t t0;
 	struct ra_wait *next;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void bm_ra_init(struct bm_mirror *m)
 {
@@ -308,8 +303,8 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		c->br.buf = c->buf;
 		c->br.done = chunk_done;
 		c->br.opaque = c;
-		c->t_issue = now_ns();
-		atomic_fetch_add(&comp->inflight, 1);
+		c->t_issue = bm_now_ns();
+		bm_queue_enter(&comp->inflight, &comp->stats);
 		if (comp->be->ops->submit(comp->be, &c->br) < 0)
 			chunk_done(&c->br, -EIO);
 	}
@@ -322,8 +317,10 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		struct ra_wait *w = done_list;
 		done_list = w->next;
 		struct bm_io *io = w->io;
+		uint64_t t0 = w->t0;
 		free(w);
 		atomic_fetch_add(&m->ra.hits_bytes, io->length);
+		bm_io_end(m, io, t0, 0);
 		atomic_fetch_sub(&m->ios_inflight, 1);
 		io->done(io, 0);
 	}
@@ -333,6 +330,8 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		struct bm_io *io = w->io;
 		free(w);
 		atomic_fetch_add(&m->ra.direct_bytes, io->length);
+		/* the direct read counts itself in the mirror's row */
+		bm_queue_leave(&m->queue, &m->stats);
 		int err = bm_io_read_direct(m, io);
 		atomic_fetch_sub(&m->ios_inflight, 1);
 		if (err < 0)
@@ -431,17 +430,12 @@ static void chunk_done(struct bm_breq *br, int result)
 	struct bm_component *comp = &m->comp[c->comp];
 	struct ra_chunk *issue = NULL;
 	struct ra_wait *done_list = NULL, *fallback = NULL;
-	uint64_t t = now_ns();
+	uint64_t t = bm_now_ns();
 	int comp_index = c->comp;
 
-	atomic_fetch_sub(&comp->inflight, 1);
-	if (result == 0) {
-		atomic_fetch_add(&comp->stats.reads, 1);
-		atomic_fetch_add(&comp->stats.read_bytes, c->len);
-		atomic_fetch_add(&comp->stats.read_ns, t - c->t_issue);
-	} else {
-		atomic_fetch_add(&comp->stats.errors, 1);
-	}
+	bm_queue_leave(&comp->inflight, &comp->stats);
+	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
+	                 result);
 	pthread_mutex_lock(&ra->lock);
 	ra->comp[comp_index].slots--;
 	if (result == 0)
@@ -550,8 +544,10 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	if (!w)
 		goto out;
 	w->io = io;
+	w->t0 = bm_now_ns();
 	taken = true;
 	atomic_fetch_add(&m->ios_inflight, 1);
+	bm_io_begin(m);
 	if (cov > 0) {
 		copy_out(s, io);
 		w->next = done_list;

@@ -55,6 +55,44 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	return used < len ? (int)used : -ENOSPC;
 }
 
+static void snapshot(struct bm_stat_row *r, const char *name, int queue,
+                     struct bm_comp_stats *st)
+{
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->queue = queue;
+	r->reads = atomic_load(&st->reads);
+	r->read_bytes = atomic_load(&st->read_bytes);
+	r->read_ns = atomic_load(&st->read_ns);
+	r->writes = atomic_load(&st->writes);
+	r->write_bytes = atomic_load(&st->write_bytes);
+	r->write_ns = atomic_load(&st->write_ns);
+	r->deletes = atomic_load(&st->deletes);
+	r->delete_bytes = atomic_load(&st->delete_bytes);
+	r->delete_ns = atomic_load(&st->delete_ns);
+	r->errors = atomic_load(&st->errors);
+	r->busy_ns = atomic_load(&st->busy_ns);
+	if (queue > 0) {
+		uint64_t since = atomic_load(&st->busy_since), now = bm_now_ns();
+		if (now > since)
+			r->busy_ns += now - since;
+	}
+}
+
+int bm_mirror_stats(bm_mirror *m, struct bm_stat_row *rows, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < m->ncomp && n < max; i++, n++)
+		snapshot(&rows[n], m->comp[i].path,
+		         atomic_load(&m->comp[i].inflight), &m->comp[i].stats);
+	if (n < max) {
+		char name[BM_NAME_MAX + 8];
+		snprintf(name, sizeof(name), "mirror/%s", m->name);
+		snapshot(&rows[n++], name, atomic_load(&m->queue), &m->stats);
+	}
+	return n;
+}
+
 int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 {
 	size_t used = 0;

@@ -49,12 +49,13 @@ static int read_source(struct bm_mirror *m, void *buf, uint32_t len,
 		if (i < 0)
 			return err;
 		struct bm_component *s = &m->comp[i];
-		atomic_fetch_add(&s->inflight, 1);
+		uint64_t t0 = bm_now_ns();
+		bm_queue_enter(&s->inflight, &s->stats);
 		err = bm_backend_io_wait(s->be, BM_BOP_READ, buf, len, off, 0);
-		atomic_fetch_sub(&s->inflight, 1);
+		bm_queue_leave(&s->inflight, &s->stats);
+		bm_stats_account(&s->stats, BM_STAT_READ, len, bm_now_ns() - t0, err);
 		if (err == 0)
 			return 0;
-		atomic_fetch_add(&s->stats.errors, 1);
 		tried |= 1u << i;
 	}
 }
@@ -96,9 +97,11 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 			fprintf(stderr, "blkmirror: %s: %s\n", m->name, m->sync_error);
 			return err;
 		}
-		atomic_fetch_add(&t->inflight, 1);
+		uint64_t t0 = bm_now_ns();
+		bm_queue_enter(&t->inflight, &t->stats);
 		err = bm_backend_io_wait(t->be, BM_BOP_WRITE, buf, len, off, 0);
-		atomic_fetch_sub(&t->inflight, 1);
+		bm_queue_leave(&t->inflight, &t->stats);
+		bm_stats_account(&t->stats, BM_STAT_WRITE, len, bm_now_ns() - t0, err);
 		bm_rangelock_exclusive_release(&m->rl);
 		if (err < 0) {
 			pthread_mutex_lock(&m->meta_lock);
@@ -106,8 +109,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 			pthread_mutex_unlock(&m->meta_lock);
 			return err;
 		}
-		atomic_fetch_add(&t->stats.writes, 1);
-		atomic_fetch_add(&t->stats.write_bytes, len);
 		off += len;
 		atomic_store(&t->sync_offset, off);
 		since_checkpoint += len;

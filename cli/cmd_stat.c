@@ -1,0 +1,204 @@
+/*
+ * blkmirror stat: gstat(8) for a running mirror.  A row per component and
+ * one for the mirror, with gstat's columns: L(q) (requests outstanding),
+ * ops/s, r/s, kBps, ms/r, w/s, kBps, ms/w (and with -d d/s, kBps, ms/d),
+ * %busy (the share of the interval with a request outstanding).
+ *
+ * The server keeps cumulative counters; stat asks for them every interval
+ * over the control socket and prints the differences.  On a terminal the
+ * screen is redrawn in place; piped, each interval is printed as plain
+ * lines; --json prints one JSON object per interval.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_ROWS (BM_MAX_COMPONENTS + 1)
+
+struct sample {
+	unsigned long long t;
+	int n;
+	struct bm_stat_row rows[MAX_ROWS];
+};
+
+static int take(const char *name, struct sample *s)
+{
+	char *reply = malloc(64 * 1024);
+	char *line, *save = NULL;
+	int err;
+
+	if (!reply)
+		return -ENOMEM;
+	err = control_call(name, "stats", reply, 64 * 1024);
+	if (err == 0 && strncmp(reply, "ok\n", 3) != 0)
+		err = -EPROTO;
+	s->n = 0;
+	for (line = strtok_r(err ? NULL : reply + 3, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct bm_stat_row *r = &s->rows[s->n];
+		int name_at = 0;
+		if (sscanf(line, "t %llu", &s->t) == 1)
+			continue;
+		if (s->n < MAX_ROWS &&
+		    sscanf(line, "row %d %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu "
+		           "%lu %n", &r->queue, &r->reads, &r->read_bytes,
+		           &r->read_ns, &r->writes, &r->write_bytes, &r->write_ns,
+		           &r->deletes, &r->delete_bytes, &r->delete_ns,
+		           &r->busy_ns, &r->errors, &name_at) == 12 && name_at) {
+			snprintf(r->name, sizeof(r->name), "%s", line + name_at);
+			s->n++;
+		}
+	}
+	free(reply);
+	return err;
+}
+
+static double per_s(uint64_t d, double dt) { return dt > 0 ? (double)d / dt : 0; }
+static double ms_per(uint64_t ns, uint64_t ops)
+{
+	return ops ? (double)ns / (double)ops / 1e6 : 0;
+}
+
+static void print_table(const struct sample *a, const struct sample *b,
+                        double wanted, bool deletes, bool json)
+{
+	double dt = (double)(b->t - a->t) / 1e9;
+
+	if (json) {
+		printf("{\"interval_s\":%.3f,\"rows\":[", dt);
+	} else {
+		printf("dT: %.3fs  w: %.3fs\n", dt, wanted);
+		printf(" L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w");
+		if (deletes)
+			printf("    d/s   kBps   ms/d");
+		printf("   %%busy Name\n");
+	}
+	for (int i = 0; i < b->n && i < a->n; i++) {
+		const struct bm_stat_row *x = &a->rows[i], *y = &b->rows[i];
+		uint64_t dr = y->reads - x->reads, dw = y->writes - x->writes;
+		uint64_t dd = y->deletes - x->deletes;
+		double busy = dt > 0 ? (double)(y->busy_ns - x->busy_ns) / 1e9 /
+		                       dt * 100 : 0;
+		if (busy > 100)
+			busy = 100;
+		if (json) {
+			printf("%s{\"name\":\"%s\",\"queue\":%d,\"ops_s\":%.1f,"
+			       "\"r_s\":%.1f,\"r_kBps\":%.1f,\"ms_r\":%.3f,"
+			       "\"w_s\":%.1f,\"w_kBps\":%.1f,\"ms_w\":%.3f,"
+			       "\"d_s\":%.1f,\"d_kBps\":%.1f,\"ms_d\":%.3f,"
+			       "\"busy_pct\":%.1f,\"errors\":%lu}",
+			       i ? "," : "", y->name, y->queue,
+			       per_s(dr + dw + dd, dt), per_s(dr, dt),
+			       per_s(y->read_bytes - x->read_bytes, dt) / 1024,
+			       ms_per(y->read_ns - x->read_ns, dr), per_s(dw, dt),
+			       per_s(y->write_bytes - x->write_bytes, dt) / 1024,
+			       ms_per(y->write_ns - x->write_ns, dw), per_s(dd, dt),
+			       per_s(y->delete_bytes - x->delete_bytes, dt) / 1024,
+			       ms_per(y->delete_ns - x->delete_ns, dd), busy,
+			       (unsigned long)(y->errors - x->errors));
+			continue;
+		}
+		printf("%5d %6.0f %6.0f %6.0f %6.1f %6.0f %6.0f %6.1f", y->queue,
+		       per_s(dr + dw + dd, dt), per_s(dr, dt),
+		       per_s(y->read_bytes - x->read_bytes, dt) / 1024,
+		       ms_per(y->read_ns - x->read_ns, dr), per_s(dw, dt),
+		       per_s(y->write_bytes - x->write_bytes, dt) / 1024,
+		       ms_per(y->write_ns - x->write_ns, dw));
+		if (deletes)
+			printf(" %6.0f %6.0f %6.1f", per_s(dd, dt),
+			       per_s(y->delete_bytes - x->delete_bytes, dt) / 1024,
+			       ms_per(y->delete_ns - x->delete_ns, dd));
+		printf(" %6.1f| %s\n", busy, y->name);
+	}
+	if (json)
+		printf("]}\n");
+	fflush(stdout);
+}
+
+static int parse_interval(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		v /= 1000;
+	else if (*end && strcmp(end, "s") != 0)
+		return -EINVAL;
+	if (v < 0.01 || v > 3600)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"count", required_argument, NULL, 'c'},
+		{NULL, 0, NULL, 0},
+	};
+	double interval = 1.0;
+	bool deletes = false, json = false;
+	long count = -1;
+	int opt;
+	struct sample a, b;
+	const char *usage = "usage: blkmirror stat NAME [-I INTERVAL] [-d] "
+	                    "[-b] [-c COUNT] [--json]";
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "I:dbc:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'I':
+			if (parse_interval(optarg, &interval) < 0)
+				return cli_fail("interval '%s' is not a time from 10ms "
+				                "to 3600s (e.g. 1s, 500ms)", optarg);
+			break;
+		case 'd': deletes = true; break;
+		case 'b': count = 1; break;
+		case 'j': json = true; break;
+		case 'c': {
+			char *end;
+			count = strtol(optarg, &end, 10);
+			if (*end || count < 1)
+				return cli_fail("count '%s' is not a positive number",
+				                optarg);
+			break;
+		}
+		default:
+			return cli_fail("%s", usage);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_fail("%s", usage);
+	const char *name = argv[optind];
+	if (!bm_name_valid(name))
+		return cli_fail("invalid mirror name '%s'", name);
+	int err = take(name, &a);
+	if (err == -ENOENT)
+		return cli_fail("mirror '%s' is not running", name);
+	if (err < 0)
+		return cli_fail("%s: %s", name, strerror(-err));
+	bool tty = isatty(STDOUT_FILENO) && !json;
+	for (long i = 0; count < 0 || i < count; i++) {
+		struct timespec ts = {(time_t)interval,
+		                      (long)((interval - (double)(time_t)interval) * 1e9)};
+		nanosleep(&ts, NULL);
+		if (take(name, &b) < 0)
+			return cli_fail("mirror '%s' stopped", name);
+		if (tty)
+			printf("\033[H\033[2J");
+		print_table(&a, &b, interval, deletes, json);
+		if (!tty && !json)
+			printf("\n");
+		a = b;
+	}
+	return 0;
+}
