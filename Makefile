@@ -58,7 +58,7 @@ $(BIN): $(CLI_OBJ) $(BUILD)/libblkmirror.a
 
 $(BUILD)/tests/%: tests/tools/%.c server/nbd_proto.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)

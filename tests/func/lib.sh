@@ -102,13 +102,15 @@ same_data() {
 # file_sha FILE [bytes]
 file_sha() { head -c "${2:-$(stat -c %s "$1")}" "$1" | sha256sum | cut -d' ' -f1; }
 
-# disk NAME SIZE [nbdkit filter args...]: an nbdkit memory disk on a Unix
+# disk NAME SIZE [--filter=F ...] [param=value ...]: an nbdkit memory disk on a Unix
 # socket; its URI is $(disk_uri NAME).
 disk() {
   local name=$1 size=$2; shift 2
   command -v nbdkit >/dev/null || skip "nbdkit is not installed"
-  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" "$@" memory "$size" \
-    >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
+  local opts=() params=()
+  for a in "$@"; do case $a in --*) opts+=("$a") ;; *) params+=("$a") ;; esac; done
+  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" "${opts[@]}" memory "$size" \
+    "${params[@]}" >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
