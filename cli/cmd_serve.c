@@ -84,6 +84,7 @@ int cmd_serve(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 'S'},
 		{"tcp", required_argument, NULL, 'T'},
+		{"readahead", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -94,6 +95,8 @@ int cmd_serve(int argc, char **argv)
 	char **paths, reply[64];
 	size_t n;
 	sigset_t set;
+	uint64_t readahead = 0;
+	bool readahead_set = false;
 	int opt, sig, err;
 
 	optind = 1;
@@ -101,14 +104,21 @@ int cmd_serve(int argc, char **argv)
 		switch (opt) {
 		case 'S': sock = optarg; break;
 		case 'T': tcp = optarg; break;
+		case 'R':
+			if (parse_size(optarg, &readahead) < 0 ||
+			    readahead > (64ull << 30))
+				return cli_fail("--readahead '%s' is not a size from 0 "
+				                "to 64G (e.g. 64M)", optarg);
+			readahead_set = true;
+			break;
 		default:
 			return cli_fail("usage: blkmirror serve NAME --socket PATH "
-			                "[--tcp HOST:PORT]");
+			                "[--tcp HOST:PORT] [--readahead SIZE]");
 		}
 	}
 	if (argc - optind != 1 || (!sock && !tcp))
 		return cli_fail("usage: blkmirror serve NAME --socket PATH "
-		                "[--tcp HOST:PORT]");
+		                "[--tcp HOST:PORT] [--readahead SIZE]");
 	name = argv[optind];
 	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
 		return cli_fail("mirror '%s' is already being served", name);
@@ -143,6 +153,8 @@ int cmd_serve(int argc, char **argv)
 		bm_nbd_server_stop(srv);
 		return 1;
 	}
+	if (readahead_set)
+		bm_mirror_set_readahead(m, readahead);
 	err = bm_nbd_server_run(srv, m, name);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@
 #include "nbd_parse.h"
 #include "nbd_proto.h"
 #include "nbd_server.h"
+
+#define REPLY_SEND_TIMEOUT_S 30
 
 struct bm_nbd_server {
 	bm_mirror *m;
@@ -101,6 +104,30 @@ static uint32_t errno_to_nbd(int err)
 	}
 }
 
+/* Sends a reply header and its data in one system call when it can. */
+static int send_two(int fd, const void *a, size_t alen, const void *b,
+                    size_t blen)
+{
+	struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = blen ? 2 : 1};
+	ssize_t n;
+
+	do {
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= alen + blen)
+		return 0;
+	/* A short send: finish with plain writes. */
+	if ((size_t)n < alen) {
+		int err = bm_write_full(fd, (const char *)a + n, alen - (size_t)n);
+		return err ? err : (blen ? bm_write_full(fd, b, blen) : 0);
+	}
+	return bm_write_full(fd, (const char *)b + (n - (ssize_t)alen),
+	                     blen - (size_t)(n - (ssize_t)alen));
+}
+
 static void send_reply(struct conn *c, uint64_t cookie, uint32_t nbd_err,
                        const void *data, uint32_t len)
 {
@@ -114,9 +141,7 @@ static void send_reply(struct conn *c, uint64_t cookie, uint32_t nbd_err,
 	memcpy(hdr + 8, &ck, 8);
 	pthread_mutex_lock(&c->send_lock);
 	if (!atomic_load(&c->dead)) {
-		int err = bm_write_full(c->fd, hdr, sizeof(hdr));
-		if (err == 0 && len)
-			err = bm_write_full(c->fd, data, len);
+		int err = send_two(c->fd, hdr, sizeof(hdr), data, len);
 		if (err < 0) {
 			atomic_store(&c->dead, true);
 			shutdown(c->fd, SHUT_RDWR); /* wakes the reader */
@@ -250,6 +275,11 @@ static void start_conn(struct bm_nbd_server *s, int fd)
 		close(fd);
 		return;
 	}
+	/* A client that stops reading its replies must not hold a backend
+	 * thread forever: a reply that cannot be sent in this time ends the
+	 * connection. */
+	struct timeval send_limit = {REPLY_SEND_TIMEOUT_S, 0};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof(send_limit));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->srv = s;
 	c->fd = fd;

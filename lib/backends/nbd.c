@@ -4,8 +4,9 @@
  *
  * One connection per component with any number of requests in flight, and
  * one event-loop thread that polls the socket and lets libnbd make progress.
- * Submitters call nbd_aio_* directly (the handle has its own lock) and wake
- * the loop through an eventfd so that it sees a changed direction.
+ * Submitters call nbd_aio_* directly (the handle has its own lock), which
+ * sends the request at once when the socket takes it; only when output is
+ * left queued do they wake the loop (an eventfd) to poll for writing.
  *
  * libnbd runs completion callbacks with the handle locked, so the callback
  * only moves the request to a completed list; the loop delivers done() after
@@ -63,7 +64,11 @@ static void wake(struct nbd_backend *nb)
 	}
 }
 
-/* libnbd completion callback: runs with the handle locked. */
+static __thread struct nbd_backend *in_loop; /* set on a loop thread */
+
+/* libnbd completion callback: runs with the handle locked, almost always
+ * on the loop thread, which delivers right after; only a completion on
+ * another thread needs to wake it. */
 static int on_complete(void *user_data, int *error)
 {
 	struct nbd_cmd *c = user_data;
@@ -74,7 +79,8 @@ static int on_complete(void *user_data, int *error)
 	c->next = nb->done_head;
 	nb->done_head = c;
 	pthread_mutex_unlock(&nb->done_lock);
-	wake(nb);
+	if (in_loop != nb)
+		wake(nb);
 	return 1;
 }
 
@@ -111,6 +117,7 @@ static void *loop_main(void *arg)
 	struct nbd_backend *nb = arg;
 	int fd = nbd_aio_get_fd(nb->h);
 
+	in_loop = nb;
 	for (;;) {
 		unsigned dir = nbd_aio_get_direction(nb->h);
 		struct pollfd pfd[2] = {
@@ -203,7 +210,10 @@ static int issue(struct nbd_backend *nb, struct nbd_cmd *c)
 		int err = nbd_get_errno();
 		return err ? -err : -EIO;
 	}
-	wake(nb);
+	/* libnbd sent the request from this thread if the socket took it;
+	 * the loop must only be told when output is left queued. */
+	if (nbd_aio_get_direction(nb->h) & LIBNBD_AIO_DIRECTION_WRITE)
+		wake(nb);
 	return 0;
 }
 
