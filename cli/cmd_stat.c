@@ -39,7 +39,11 @@ static int take(const char *name, struct sample *s)
 	if (err == 0 && strncmp(reply, "ok\n", 3) != 0)
 		err = -EPROTO;
 	s->n = 0;
-	for (line = strtok_r(err ? NULL : reply + 3, "\n", &save); line;
+	if (err) {
+		free(reply);
+		return err;
+	}
+	for (line = strtok_r(reply + 3, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct bm_stat_row *r = &s->rows[s->n];
 		int name_at = 0;
