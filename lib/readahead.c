@@ -66,6 +66,7 @@
 #define RA_CHUNK_MIN (512u << 10)
 #define RA_CHUNK_MAX (1u << 20)            /* memory, SSD, unknown */
 #define RA_CHUNK_MAX_ROTATIONAL (8u << 20)
+#define RA_CHUNK_START_ROTATIONAL (2u << 20)
 #define RA_PROBE_SAMPLES 6        /* chunks measured per size */
 #define RA_PROBE_GAIN 1.04        /* a larger chunk must be 4% faster */
 #define RA_REPROBE_ROUNDS 40      /* measure rounds before probing again */
@@ -101,7 +102,7 @@ void bm_ra_init(struct bm_mirror *m)
 	if (!ra->cap)
 		ra->cap = BM_RA_DEFAULT_CAP;
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
-		ra->comp[i].chunk = RA_CHUNK_MIN;
+		ra->comp[i].chunk = 0; /* chosen at the first chunk: chunk_size() */
 }
 
 static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
@@ -178,7 +179,7 @@ static bool readable(struct bm_mirror *m, int i)
 
 /* The ACTIVE component with a free slot and the fewest chunks in flight
  * (ties rotate), or -1. */
-static int pick_slot(struct bm_mirror *m)
+static int pick_slot(struct bm_mirror *m, bool beyond_slots)
 {
 	struct bm_readahead *ra = &m->ra;
 	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
@@ -186,12 +187,25 @@ static int pick_slot(struct bm_mirror *m)
 
 	for (int k = 0; k < m->ncomp; k++) {
 		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
-		if (!readable(m, i) || ra->comp[i].slots >= RA_SLOTS_PER_COMP)
+		if (!readable(m, i) ||
+		    (!beyond_slots && ra->comp[i].slots >= RA_SLOTS_PER_COMP))
 			continue;
 		if (best < 0 || ra->comp[i].slots < ra->comp[best].slots)
 			best = i;
 	}
 	return best;
+}
+
+/* A component's chunk size; the first time, from what it is: a rotating
+ * disk starts larger, since it surely needs long transfers (lock held). */
+static uint32_t chunk_size(struct bm_mirror *m, int comp)
+{
+	struct ra_comp *rc = &m->ra.comp[comp];
+
+	if (!rc->chunk)
+		rc->chunk = m->comp[comp].be && m->comp[comp].be->rotational
+		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_MIN;
+	return rc->chunk;
 }
 
 /* The stream's window, but never less than what keeps every component
@@ -202,24 +216,27 @@ static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
 	uint64_t floor = 0;
 
 	for (int i = 0; i < m->ncomp; i++)
-		floor += 2ull * m->ra.comp[i].chunk;
+		floor += 2ull * (m->ra.comp[i].chunk ? m->ra.comp[i].chunk
+		                                      : RA_CHUNK_MIN);
 	return s->window > floor ? s->window : floor;
 }
 
-/* Issues chunks until `target` is read ahead or nothing is free; new
- * chunks are added to *issue (lock held). */
+/* Issues chunks until `target` is read ahead or nothing is free; up to
+ * `must` chunks are issued even past the slot limit, since a client read
+ * waits for them (several streams can hold every slot).  New chunks are
+ * added to *issue (lock held). */
 static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
-                   struct ra_chunk **issue)
+                   uint64_t must, struct ra_chunk **issue)
 {
 	struct bm_readahead *ra = &m->ra;
 
 	if (target > m->size)
 		target = m->size;
 	while (s->ra_end < target) {
-		int comp = pick_slot(m);
+		int comp = pick_slot(m, s->ra_end < must);
 		if (comp < 0)
 			break;
-		uint32_t len = ra->comp[comp].chunk;
+		uint32_t len = chunk_size(m, comp);
 		/* chunks end on multiples of their size: aligned transfers */
 		uint64_t end = (s->ra_end / len + 1) * (uint64_t)len;
 		if (end > m->size)
@@ -449,14 +466,15 @@ static void chunk_done(struct bm_breq *br, int result)
 			truncate_from(ra, s, c);
 		check_waiters(s, &done_list, &fallback);
 		if (result == 0 && s->used)
-			extend(m, s, s->next + window_of(m, s), &issue);
+			extend(m, s, s->next + window_of(m, s), 0, &issue);
 	}
-	/* A freed slot may let any stream go on. */
-	for (int i = 0; i < BM_RA_STREAMS; i++) {
-		struct ra_stream *o = &ra->streams[i];
+	/* A freed slot may let any stream go on; which goes first rotates. */
+	for (int k = 0; k < BM_RA_STREAMS; k++) {
+		struct ra_stream *o = &ra->streams[(ra->turn + k) % BM_RA_STREAMS];
 		if (o->used && o->head)
-			extend(m, o, o->next + window_of(m, o), &issue);
+			extend(m, o, o->next + window_of(m, o), 0, &issue);
 	}
+	ra->turn++;
 	pthread_mutex_unlock(&ra->lock);
 	if (result < 0)
 		bm_ctl_fail(m, 1u << comp_index, "read error (read-ahead)", NULL,
@@ -536,7 +554,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	uint64_t target = s->next + window_of(m, s);
 	if (target < io->offset + io->length)
 		target = io->offset + io->length;
-	extend(m, s, target, &issue);
+	extend(m, s, target, io->offset + io->length, &issue);
 	int cov = coverage(s, io->offset, io->length);
 	if (cov < 0)
 		goto out;

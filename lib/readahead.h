@@ -45,6 +45,7 @@ struct bm_readahead {
 	pthread_mutex_t lock;    /* protects everything below */
 	struct ra_stream streams[BM_RA_STREAMS];
 	struct ra_comp comp[BM_MAX_COMPONENTS];
+	unsigned turn;           /* which stream extends first, rotating */
 	uint64_t bytes;          /* chunk memory allocated */
 	uint64_t cap;            /* at most this much */
 	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
