@@ -8,7 +8,7 @@ disk slow 160M --filter=rate rate=400M burstiness=0.1   # ~50 MB/s: the copy tak
 bm label m0 "$T/a" "$(disk_uri slow)"
 serve m0
 for _ in $(seq 1 100); do
-  pct=$(bm status m0 | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
+  pct=$({ bm status m0 || true; } | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
   [ -n "$pct" ] && [ "$pct" -ge 45 ] && break
   sleep 0.1
 done
