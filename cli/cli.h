@@ -31,8 +31,12 @@ void control_stop(struct control_server *c);
  * it is not running, other -errno on failure. */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen);
 
-/* Parses a size: digits with an optional k/K, m/M or g/G suffix. */
+/* args.c.  parse_size: digits with an optional k/K, m/M or g/G suffix.
+ * parse_balance_arg, parse_slice_arg: print the error and return 1 (the
+ * exit status) when the argument is wrong. */
 int parse_size(const char *s, uint64_t *out);
+int parse_balance_arg(const char *s, int *out);
+int parse_slice_arg(const char *s, uint32_t *out);
 
 int cmd_label(int argc, char **argv);
 int cmd_clear(int argc, char **argv);

@@ -47,7 +47,6 @@ int cmd_label(int argc, char **argv)
 	struct bm_label_params p = {.balance = BM_BALANCE_STREAM, .slice = 4096};
 	char *paths[BM_MAX_COMPONENTS];
 	const char *name;
-	uint64_t slice;
 	int opt, n, rc;
 
 	optind = 1;
@@ -57,18 +56,12 @@ int cmd_label(int argc, char **argv)
 			p.no_sync = true;
 			break;
 		case 'b':
-			p.balance = bm_balance_parse(optarg);
-			if (p.balance < 0)
-				return cli_fail("unknown balance algorithm '%s' (use "
-				                "stream, round-robin, load, prefer or split)",
-				                optarg);
+			if (parse_balance_arg(optarg, &p.balance))
+				return 1;
 			break;
 		case 's':
-			if (parse_size(optarg, &slice) < 0 || slice < 512 ||
-			    slice > BM_MAX_IO || (slice & (slice - 1)))
-				return cli_fail("slice '%s' is not a power of two "
-				                "from 512 to 32M", optarg);
-			p.slice = (uint32_t)slice;
+			if (parse_slice_arg(optarg, &p.slice))
+				return 1;
 			break;
 		default:
 			return cli_fail("usage: blkmirror label [-n] [-b ALGORITHM] "

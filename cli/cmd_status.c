@@ -168,7 +168,7 @@ int cmd_list(int argc, char **argv)
 int cmd_configure(int argc, char **argv)
 {
 	int balance = -1, opt, rc;
-	uint64_t slice = 0;
+	uint32_t slice = 0;
 	const char *name;
 	char cmd[128], **paths;
 	size_t n;
@@ -177,17 +177,12 @@ int cmd_configure(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "+b:s:h")) != -1) {
 		switch (opt) {
 		case 'b':
-			balance = bm_balance_parse(optarg);
-			if (balance < 0)
-				return cli_fail("unknown balance algorithm '%s' (use "
-				                "stream, round-robin, load, prefer or split)",
-				                optarg);
+			if (parse_balance_arg(optarg, &balance))
+				return 1;
 			break;
 		case 's':
-			if (parse_size(optarg, &slice) < 0 || slice < 512 ||
-			    slice > BM_MAX_IO || (slice & (slice - 1)))
-				return cli_fail("slice '%s' is not a power of two "
-				                "from 512 to 32M", optarg);
+			if (parse_slice_arg(optarg, &slice))
+				return 1;
 			break;
 		default:
 			return cli_fail("usage: blkmirror configure -b ALGORITHM "
@@ -203,12 +198,12 @@ int cmd_configure(int argc, char **argv)
 	if (known_mirror(name, &paths, &n))
 		return 1;
 	snprintf(cmd, sizeof(cmd), "configure %s %u", bm_balance_name(balance),
-	         (unsigned)slice);
+	         slice);
 	rc = call_and_print(name, cmd, false);
 	if (rc == -ENOENT) {
 		rc = 0;
 		if (bm_label_configure((const char *const *)paths, n, balance,
-		                       (uint32_t)slice) < 0)
+		                       slice) < 0)
 			rc = cli_fail("%s", bm_last_error());
 	}
 	state_free(paths, n);

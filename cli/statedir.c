@@ -164,27 +164,3 @@ int state_forget_component(const char *path)
 	state_free(names, nn);
 	return 0;
 }
-
-int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}

@@ -241,16 +241,24 @@ out:
 	return err;
 }
 
-int bm_label_probe(const char *path, char *name, size_t len)
+/* Opens a component just to read its label. */
+static int label_of(const char *path, struct bm_label *l)
 {
 	struct bm_backend *be;
-	struct bm_label l;
 	int err = bm_backend_open(path, false, &be);
 
 	if (err < 0)
 		return err;
-	err = read_label(be, &l);
+	err = read_label(be, l);
 	be->ops->close(be);
+	return err;
+}
+
+int bm_label_probe(const char *path, char *name, size_t len)
+{
+	struct bm_label l;
+	int err = label_of(path, &l);
+
 	if (err == 0)
 		snprintf(name, len, "%s", l.name);
 	return err;
@@ -258,16 +266,9 @@ int bm_label_probe(const char *path, char *name, size_t len)
 
 int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 {
-	struct bm_backend *be;
 	struct bm_label l;
-	int err = bm_backend_open(path, false, &be);
+	int err = label_of(path, &l);
 
-	if (err < 0) {
-		snprintf(buf, len, "ABSENT: %s", bm_last_error());
-		return err;
-	}
-	err = read_label(be, &l);
-	be->ops->close(be);
 	if (err < 0)
 		snprintf(buf, len, "ABSENT: %s", bm_last_error());
 	else if (strcmp(l.name, name) != 0)
@@ -285,17 +286,10 @@ int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 
 int bm_label_dump(const char *path, char *buf, size_t len)
 {
-	struct bm_backend *be;
 	struct bm_label l;
-	int err = bm_backend_open(path, false, &be);
+	int err = label_of(path, &l);
 
-	if (err < 0)
-		return err;
-	err = read_label(be, &l);
-	be->ops->close(be);
-	if (err < 0)
-		return err;
-	return bm_label_format(&l, "  ", buf, len);
+	return err < 0 ? err : bm_label_format(&l, "  ", buf, len);
 }
 
 int bm_label_configure(const char *const *paths, size_t n, int balance,

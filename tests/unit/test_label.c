@@ -96,7 +96,7 @@ int main(void)
 	for (size_t i = 16; i < BM_LABEL_USED; i += 7) {
 		memcpy(b, buf, sizeof(b));
 		b[i] ^= 0x10;
-		expect_reject(b, i < 24 && i >= 16 ? "" : "");
+		expect_reject(b, ""); /* any message: version, crc or a field */
 	}
 	memcpy(b, buf, sizeof(b));
 	b[100] ^= 1;
