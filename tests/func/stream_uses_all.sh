@@ -4,8 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 need nbdcopy
 need jq
-disk d0 200M --filter=rate rate=800M
-disk d1 200M --filter=rate rate=800M
+disk d0 200M --filter=rate rate=400M burstiness=0.05   # 50 MiB/s: the read lasts seconds
+disk d1 200M --filter=rate rate=400M burstiness=0.05
 bm label -n m0 "$(disk_uri d0)" "$(disk_uri d1)"
 serve m0 --readahead 16M
 per_component() { # starts a dd-like read, samples stat, prints "r0 r1"
