@@ -1,0 +1,21 @@
+# The only sync source fails to read: the copy stops, the source stays
+# ACTIVE and serving, the target stays SYNCHRONIZING, and status says why.
+. "$(dirname "$0")/lib.sh"
+need qemu-io
+mkimg 64 target
+# a slow source (25 MiB/s), so the copy is still running when reads start failing
+disk src 64M --filter=error --filter=rate error-pread=EIO error-pread-rate=100% \
+  error-pread-file="$T/src.fail" rate=200M burstiness=0.05
+bm label m0 "$(disk_uri src)" "$T/target"
+serve m0
+touch "$T/src.fail"
+for _ in $(seq 1 100); do grep -q "sync of" "$T/m0.log" && break; sleep 0.1; done
+out=$(bm status m0) || true
+echo "$out" | grep -q "src.disk.sock (ACTIVE)" || fail "source not ACTIVE: $out"
+echo "$out" | grep -q "target (SYNCHRONIZING" || fail "target not SYNCHRONIZING: $out"
+echo "$out" | grep -q "Note: sync of .* stopped" || fail "no reason shown: $out"
+rm "$T/src.fail"
+qemu-io -t writeback -f raw "$(uri m0)" -c 'write -P 0x71 0 1M' -c 'read -P 0x71 0 1M' >"$T/qio" 2>&1 ||
+  { cat "$T/qio"; fail "the mirror stopped serving"; }
+stop m0
+bm dump "$T/target" | grep -q "Flags: SYNCHRONIZING" || fail "target lost its SYNCHRONIZING flag"
