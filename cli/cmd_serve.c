@@ -113,12 +113,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		default:
 			return cli_fail("usage: blkmirror serve NAME --socket PATH "
-			                "[--tcp HOST:PORT] [--readahead SIZE]");
+			                "[--tcp [HOST:]PORT] [--readahead SIZE]");
 		}
 	}
 	if (argc - optind != 1 || (!sock && !tcp))
 		return cli_fail("usage: blkmirror serve NAME --socket PATH "
-		                "[--tcp HOST:PORT] [--readahead SIZE]");
+		                "[--tcp [HOST:]PORT] [--readahead SIZE]");
 	name = argv[optind];
 	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
 		return cli_fail("mirror '%s' is already being served", name);

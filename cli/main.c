@@ -15,7 +15,7 @@ static const struct verb {
 	const char *usage;
 } verbs[] = {
 	{"label", cmd_label, "label [-n] [-b ALGORITHM] [-s SLICE] NAME COMPONENT..."},
-	{"serve", cmd_serve, "serve NAME --socket PATH [--tcp HOST:PORT] [--readahead SIZE]"},
+	{"serve", cmd_serve, "serve NAME --socket PATH [--tcp [HOST:]PORT] [--readahead SIZE]"},
 	{"status", cmd_status, "status [NAME]"},
 	{"list", cmd_list, "list [NAME]"},
 	{"dump", cmd_dump, "dump COMPONENT"},

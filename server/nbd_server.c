@@ -358,17 +358,28 @@ static int listen_tcp(const char *hostport, int *out)
 	struct addrinfo *ai;
 	int fd, one = 1, rc;
 
-	if (!colon || colon == hostport || !colon[1] ||
-	    (size_t)(colon - hostport) >= sizeof(host))
-		return bm_error(EINVAL, "--tcp wants HOST:PORT, e.g. "
-		                "127.0.0.1:10809, not '%s'", hostport);
-	memcpy(host, hostport, (size_t)(colon - hostport));
-	host[colon - hostport] = '\0';
+	const char *port;
+
+	if (hostport[0] && strspn(hostport, "0123456789") == strlen(hostport)) {
+		/* a bare port: loopback only, unless told otherwise */
+		snprintf(host, sizeof(host), "127.0.0.1");
+		port = hostport;
+	} else {
+		if (!colon || colon == hostport || !colon[1] ||
+		    (size_t)(colon - hostport) >= sizeof(host) ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return bm_error(EINVAL, "--tcp wants PORT (on 127.0.0.1) "
+			                "or HOST:PORT, e.g. 10809 or 0.0.0.0:10809, "
+			                "not '%s'", hostport);
+		memcpy(host, hostport, (size_t)(colon - hostport));
+		host[colon - hostport] = '\0';
+		port = colon + 1;
+	}
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
-	rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc != 0)
 		return bm_error(EINVAL, "--tcp %s: %s", hostport, gai_strerror(rc));
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

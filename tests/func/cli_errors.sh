@@ -26,7 +26,8 @@ expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
 expect_error "usage: blkmirror serve"      bm serve m0
 expect_error "usage: blkmirror serve"      bm serve --socket "$T/s"
 expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
-expect_error "HOST:PORT"                   bm serve m0 --tcp 12345
+expect_error "HOST:PORT"                   bm serve m0 --tcp 12a45
+expect_error "HOST:PORT"                   bm serve m0 --tcp localhost:
 expect_error "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead lots
 expect_error "too long"                    bm serve m0 --socket "$T/$(printf 'x%.0s' $(seq 1 120))"
 expect_error "has no blkmirror label"      bm dump "$T/c"

@@ -12,3 +12,11 @@ nbdinfo --size "nbd+unix:///?socket=$T/m0.sock" | grep -qx $((15 * MIB)) || fail
 nbdinfo "nbd+unix:///other?socket=$T/m0.sock" >"$T/out" 2>&1 && fail "unknown export accepted"
 grep -qi "export" "$T/out" || fail "unclear error: $(cat "$T/out")"
 stop m0
+# A bare port binds to loopback only.
+port2=$((port + 1))
+serve m0 --tcp "$port2"
+nbdinfo --size "nbd://127.0.0.1:$port2/m0" | grep -qx $((15 * MIB)) || fail "bare port"
+if command -v ss >/dev/null; then
+  ss -ltn | grep -q "127.0.0.1:$port2 " || fail "bare port not bound to 127.0.0.1"
+fi
+stop m0
