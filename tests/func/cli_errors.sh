@@ -21,6 +21,9 @@ expect_error "is a directory"              bm label m1 "$T/dir"
 expect_error "not a regular file or block" bm label m1 /dev/null
 expect_error "too small"                   bm label m1 "$T/c" "$T/tiny"
 expect_error "same disk"                   bm label m1 "$T/c" "$T/c"
+ln -s "$T/c" "$T/c.link"; ln "$T/c" "$T/c.hard"
+expect_error "same disk"                   bm label m1 "$T/c" "$T/c.link"
+expect_error "same disk"                   bm label m1 "$T/c.hard" "$T/c"
 expect_error "already a component of mirror 'm0'" bm label m1 "$T/c" "$T/a"
 expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
 expect_error "usage: blkmirror serve"      bm serve m0
