@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,12 @@ int cmd_serve(int argc, char **argv)
 		return cli_fail("the state of '%s' lists %zu components", name, n);
 	}
 
+	/* Request buffers (up to 32 MiB each) come and go all the time: keep
+	 * them on the heap, not in fresh mmaps, so that each request does not
+	 * pay page faults and TLB shootdowns (measured: ~150 us on a 128 KiB
+	 * write). */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
