@@ -281,13 +281,6 @@ static void start_conn(struct bm_nbd_server *s, int fd)
 	struct timeval send_limit = {REPLY_SEND_TIMEOUT_S, 0};
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof(send_limit));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* Room for a whole large request or reply in the socket, so neither
-	 * side waits for the other to drain it part by part. */
-	int bufsize = 4 << 20;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bufsize, sizeof(bufsize)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsize, sizeof(bufsize));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bufsize, sizeof(bufsize)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsize, sizeof(bufsize));
 	c->srv = s;
 	c->fd = fd;
 	pthread_mutex_init(&c->send_lock, NULL);

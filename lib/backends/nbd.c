@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../backend.h"
@@ -320,14 +319,6 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nb->can_trim = nbd_can_trim(nb->h) == 1;
 	nb->can_zero = nbd_can_zero(nb->h) == 1;
 	nb->can_flush = nbd_can_flush(nb->h) == 1;
-	/* Room for a whole large write in the socket, so that libnbd sends it
-	 * from the submitting thread at once instead of leaving the rest for
-	 * the loop thread to finish after a wake-up (root may exceed
-	 * net.core.wmem_max; others get what the system allows). */
-	int sndbuf = 4 << 20, fd = nbd_aio_get_fd(nb->h);
-	if (fd >= 0 &&
-	    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&nb->done_lock, NULL);
 	if (nb->wake_fd < 0 ||
