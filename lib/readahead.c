@@ -336,7 +336,6 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		struct bm_io *io = w->io;
 		uint64_t t0 = w->t0;
 		free(w);
-		atomic_fetch_add(&m->ra.hits_bytes, io->length);
 		bm_io_end(m, io, t0, 0);
 		atomic_fetch_sub(&m->ios_inflight, 1);
 		io->done(io, 0);
@@ -346,7 +345,6 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		fallback = w->next;
 		struct bm_io *io = w->io;
 		free(w);
-		atomic_fetch_add(&m->ra.direct_bytes, io->length);
 		/* the direct read counts itself in the mirror's row */
 		bm_queue_leave(&m->queue, &m->stats);
 		int err = bm_io_read_direct(m, io);
@@ -578,8 +576,6 @@ out:
 	pthread_mutex_unlock(&ra->lock);
 	issue_all(m, issue);
 	finish_reads(m, done_list, fallback);
-	if (!taken)
-		atomic_fetch_add(&ra->direct_bytes, io->length);
 	return taken;
 }
 

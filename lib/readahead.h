@@ -49,8 +49,6 @@ struct bm_readahead {
 	uint64_t bytes;          /* chunk memory allocated */
 	uint64_t cap;            /* at most this much */
 	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
-	atomic_uint_fast64_t hits_bytes;   /* client bytes served from chunks */
-	atomic_uint_fast64_t direct_bytes; /* client bytes read directly */
 };
 
 struct bm_mirror;

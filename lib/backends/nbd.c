@@ -5,8 +5,8 @@
  * One connection per component with any number of requests in flight, and
  * one event-loop thread that polls the socket and lets libnbd make progress.
  * Submitters call nbd_aio_* directly (the handle has its own lock), which
- * sends the request at once when the socket takes it; only when output is
- * left queued do they wake the loop (an eventfd) to poll for writing.
+ * sends the request at once when the socket takes it, then wake the loop
+ * (an eventfd) so that it polls with the handle's current direction.
  *
  * libnbd runs completion callbacks with the handle locked, so the callback
  * only moves the request to a completed list; the loop delivers done() after
@@ -210,10 +210,11 @@ static int issue(struct nbd_backend *nb, struct nbd_cmd *c)
 		int err = nbd_get_errno();
 		return err ? -err : -EIO;
 	}
-	/* libnbd sent the request from this thread if the socket took it;
-	 * the loop must only be told when output is left queued. */
-	if (nbd_aio_get_direction(nb->h) & LIBNBD_AIO_DIRECTION_WRITE)
-		wake(nb);
+	/* Always tell the loop: it must poll again with whatever direction
+	 * the handle is in now (waking only when output was left queued hung
+	 * one run of component_vanishes when the server died; a lost wake-up
+	 * costs a hang, an extra one a few microseconds). */
+	wake(nb);
 	return 0;
 }
 
