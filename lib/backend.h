@@ -39,8 +39,25 @@ struct bm_backend_ops {
 	int (*pwrite_sync)(struct bm_backend *be, const void *buf, size_t len,
 	                   uint64_t off);
 	int (*flush_sync)(struct bm_backend *be);
-	/* Waits for in-flight requests, then frees be. */
+	/* Waits for in-flight requests (a bounded time after abort()), then
+	 * frees be. */
 	void (*close)(struct bm_backend *be);
+	/*
+	 * Optional (may be NULL).  Makes every request in flight complete soon
+	 * (with -ETIMEDOUT, -ECONNABORTED or whatever the transport reports)
+	 * and every later submit() fail at once.  Called by the engine when it
+	 * gives up on a component (timeout, failure); any thread; idempotent.
+	 * A request that the kernel cannot give back (a hung block device)
+	 * may still complete late: the engine keeps its buffers until then.
+	 */
+	void (*abort)(struct bm_backend *be);
+	/*
+	 * Optional.  A cheap look at whether the component is still there,
+	 * called about once a second from the engine's event thread; must not
+	 * block.  0, or -ENODEV (file deleted: link count 0; device gone),
+	 * -ENOTCONN (NBD connection dead), with a reason in bm_error().
+	 */
+	int (*check)(struct bm_backend *be);
 };
 
 struct bm_backend {
@@ -69,5 +86,15 @@ bool bm_backend_same(const struct bm_backend *a, const struct bm_backend *b);
 /* Synchronous helpers built on submit(), for code that must wait. */
 int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
                        uint32_t len, uint64_t off, uint32_t flags);
+
+/*
+ * The same with a deadline (timeout_ms > 0): the request goes through a
+ * bounce buffer owned by the request, so when the deadline passes the call
+ * returns -ETIMEDOUT at once and a late completion frees what it owns
+ * without touching buf.  timeout_ms <= 0 waits for ever.
+ */
+int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
+                               void *buf, uint32_t len, uint64_t off,
+                               uint32_t flags, long timeout_ms);
 
 #endif

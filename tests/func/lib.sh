@@ -17,8 +17,10 @@ cleanup() {
   for p in "${PIDS[@]:-}"; do
     [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
   done
-  for d in $(losetup -j "$T" -O NAME -n 2>/dev/null || true); do
-    losetup -d "$d" 2>/dev/null || true
+  # loop devices over files of this test (losetup -j wants a file, not a
+  # directory, so list them all and match the backing path)
+  losetup -l -n -O NAME,BACK-FILE 2>/dev/null | while read -r d f; do
+    case $f in "$T"/*) losetup -d "$d" 2>/dev/null || true ;; esac
   done
   rm -rf "$T"
   exit $rc
@@ -30,6 +32,10 @@ skip() { echo "skipped: $*"; exit 77; }
 need() { command -v "$1" >/dev/null || skip "$1 is not installed"; }
 
 bm() { "$BLKMIRROR" "$@"; }
+
+# fio writes its verify state files into the current directory: keep them
+# in the test's own.
+fio() { (cd "$T" && command fio "$@"); }
 
 # Runs a command that must fail with exit status 1 and a message matching
 # the pattern; prints what it said.
