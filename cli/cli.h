@@ -8,8 +8,15 @@
 
 #define STATE_DIR_DEFAULT "/var/lib/blkmirror"
 
-/* Prints "blkmirror: <msg>" to stderr and returns 1 (the exit status). */
+/* Exit statuses of every verb: 0 success, 1 the request failed (runtime
+ * error, refusal), 2 the command line is wrong (usage).  status also exits
+ * 2 for DEGRADED and 3 for not running, as documented there. */
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
+
+/* Prints "blkmirror: <msg>" to stderr (one line) and returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same for a wrong command line: one line, returns 2. */
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* statedir.c: the list of a mirror's components, one path a line. */
 const char *state_dir(void);

@@ -37,6 +37,18 @@ int cli_fail(const char *fmt, ...)
 	return 1;
 }
 
+int cli_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("blkmirror: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: blkmirror VERB ...\n");
