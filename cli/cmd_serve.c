@@ -86,6 +86,8 @@ int cmd_serve(int argc, char **argv)
 		{"socket", required_argument, NULL, 'S'},
 		{"tcp", required_argument, NULL, 'T'},
 		{"readahead", required_argument, NULL, 'R'},
+		{"io-timeout", required_argument, NULL, 'O'},
+		{"read-errors", required_argument, NULL, 'E'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -96,8 +98,9 @@ int cmd_serve(int argc, char **argv)
 	char **paths, reply[64];
 	size_t n;
 	sigset_t set;
-	uint64_t readahead = 0;
-	bool readahead_set = false;
+	uint64_t readahead = 0, io_timeout = 0, read_errors = 0;
+	bool readahead_set = false, io_timeout_set = false,
+	     read_errors_set = false;
 	int opt, sig, err;
 
 	optind = 1;
@@ -112,9 +115,24 @@ int cmd_serve(int argc, char **argv)
 				                "to 64G (e.g. 64M)", optarg);
 			readahead_set = true;
 			break;
+		case 'O':
+			if (parse_size(optarg, &io_timeout) < 0 || io_timeout > 3600)
+				return cli_fail("--io-timeout '%s' is not a number of "
+				                "seconds from 0 (never) to 3600",
+				                optarg);
+			io_timeout_set = true;
+			break;
+		case 'E':
+			if (parse_size(optarg, &read_errors) < 0 ||
+			    read_errors > 1000000)
+				return cli_fail("--read-errors '%s' is not a count "
+				                "from 0 to 1000000", optarg);
+			read_errors_set = true;
+			break;
 		default:
 			return cli_fail("usage: blkmirror serve NAME --socket PATH "
-			                "[--tcp [HOST:]PORT] [--readahead SIZE]");
+			                "[--tcp [HOST:]PORT] [--readahead SIZE] [--io-timeout SECONDS] "
+			                "[--read-errors COUNT]");
 		}
 	}
 	if (argc - optind != 1 || (!sock && !tcp))
@@ -162,6 +180,10 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (readahead_set)
 		bm_mirror_set_readahead(m, readahead);
+	if (io_timeout_set)
+		bm_mirror_set_io_timeout(m, (unsigned)io_timeout);
+	if (read_errors_set)
+		bm_mirror_set_read_error_limit(m, (unsigned)read_errors);
 	err = bm_nbd_server_run(srv, m, name);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());

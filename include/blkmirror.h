@@ -93,7 +93,9 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out);
 
 /* Drains in-flight I/O, stops sync (keeping its checkpoint), flushes, marks
- * the components clean and frees the mirror. */
+ * the components clean and frees the mirror.  Returns within io-timeout +
+ * 5 s whatever the components do (what could not drain or flush stays
+ * marked dirty). */
 void bm_mirror_close(bm_mirror *m);
 
 /* Size in bytes of the mirror's data area. */
@@ -159,6 +161,15 @@ struct bm_stat_row {
 /* Fills a row per component, then one for the mirror itself (named after
  * it); returns the number of rows, at most max. */
 int bm_mirror_stats(bm_mirror *m, struct bm_stat_row *rows, int max);
+
+/* A component with requests outstanding that completes nothing for this
+ * long is disconnected (and retried later); 0 never gives up.  Default
+ * 30 s.  Also bounds every label write and flush. */
+void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds);
+
+/* Read errors a component may have (each rewritten from a good copy)
+ * before it is failed out.  Default 20. */
+void bm_mirror_set_read_error_limit(bm_mirror *m, unsigned errors);
 
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);

@@ -425,6 +425,7 @@ static int choose_states(struct bm_mirror *m, const char *name)
 		                       BM_CF_SYNCHRONIZING) && !was_dirty) {
 			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 			atomic_store(&c->sync_offset, c->label.sync_offset);
+			atomic_store(&c->sync_durable, c->label.sync_offset);
 		} else if (current && !was_dirty &&
 		           !(c->label.component_flags &
 		             (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC |
@@ -465,6 +466,9 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->ncomp = (int)n;
 	pthread_mutex_init(&m->meta_lock, NULL);
+	pthread_mutex_init(&m->info_lock, NULL);
+	atomic_init(&m->io_timeout_ms, BM_IO_TIMEOUT_MS_DEFAULT);
+	atomic_init(&m->read_error_limit, BM_READ_ERRORS_DEFAULT);
 	bm_rangelock_init(&m->rl);
 	bm_ra_init(m);
 	for (size_t i = 0; i < n; i++) {
@@ -498,12 +502,21 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		               strerror(-err));
 		goto fail;
 	}
-	err = bm_ctl_start(m);
+	err = bm_ev_start(m);
 	if (err < 0)
 		goto fail;
+	err = bm_recover_start(m);
+	if (err < 0) {
+		bm_ev_stop(m);
+		goto fail;
+	}
 	atomic_store(&m->last_write_ms, bm_now_ms());
-	if (!(m->mirror_flags & BM_MF_NOAUTOSYNC))
-		bm_sync_start(m);
+	err = bm_sync_start(m);
+	if (err < 0) {
+		bm_recover_stop(m);
+		bm_ev_stop(m);
+		goto fail;
+	}
 	*out = m;
 	return 0;
 fail:
@@ -513,37 +526,69 @@ fail:
 			m->comp[i].be->ops->close(m->comp[i].be);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
+	pthread_mutex_destroy(&m->info_lock);
 	free(m);
 	return err;
 }
 
-void bm_mirror_drain(bm_mirror *m)
+/* Waits for every client request to complete, at most timeout_ms (< 0:
+ * for ever); true when none is left. */
+static bool drain_until(bm_mirror *m, long timeout_ms)
 {
-	while (atomic_load(&m->ios_inflight) > 0)
+	long long end = bm_now_ms() + timeout_ms;
+
+	while (atomic_load(&m->ios_inflight) > 0) {
+		if (timeout_ms >= 0 && bm_now_ms() >= end)
+			return false;
 		usleep(1000);
+	}
+	return true;
 }
 
+void bm_mirror_drain(bm_mirror *m)
+{
+	drain_until(m, -1);
+}
+
+/*
+ * Stops in a bounded time whatever the components do: requests on a
+ * component that stopped answering end within io-timeout (the watchdog
+ * gives it up and aborts it), so draining waits io-timeout + 5 s at most.
+ * What could not drain, or flush, keeps the mirror DIRTY on disk (the next
+ * start resynchronizes), and the mirror's memory is left to the exiting
+ * process rather than freed under a request that may still complete.
+ */
 void bm_mirror_close(bm_mirror *m)
 {
+	bool drained;
+
 	bm_sync_stop(m);
-	bm_mirror_drain(m);
-	bm_ra_destroy(m);
-	bm_ctl_stop(m);
+	drained = drain_until(m, atomic_load(&m->io_timeout_ms) + 5000L);
+	if (!drained)
+		fprintf(stderr, "blkmirror: %s: %ld requests did not complete; "
+		        "leaving the mirror marked dirty\n", m->name,
+		        (long)atomic_load(&m->ios_inflight));
+	bm_recover_stop(m);
+	bm_ev_stop(m);
+	if (drained)
+		bm_ra_destroy(m);
 	pthread_mutex_lock(&m->meta_lock);
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		int s = atomic_load(&c->state);
-		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
-			c->be->ops->flush_sync(c->be);
+	if (drained && bm_meta_flush_all_locked(m) == 0) {
+		atomic_store(&m->dirty, false);
+		bm_meta_write_all_labels(m);
+	} else if (drained) {
+		fprintf(stderr, "blkmirror: %s: a flush failed; leaving the "
+		        "mirror marked dirty\n", m->name);
 	}
-	atomic_store(&m->dirty, false);
-	bm_meta_write_all_labels(m);
 	pthread_mutex_unlock(&m->meta_lock);
+	if (!drained)
+		return;
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
 			m->comp[i].be->ops->close(m->comp[i].be);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
+	pthread_mutex_destroy(&m->info_lock);
 	free(m);
 }
 
@@ -564,6 +609,16 @@ void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes)
 	pthread_mutex_unlock(&m->ra.lock);
 	if (bytes == 0)
 		bm_ra_drop_all(m);
+}
+
+void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds)
+{
+	atomic_store(&m->io_timeout_ms, (int)(seconds * 1000u));
+}
+
+void bm_mirror_set_read_error_limit(bm_mirror *m, unsigned errors)
+{
+	atomic_store(&m->read_error_limit, (int)errors);
 }
 
 bool bm_mirror_syncing(bm_mirror *m)

@@ -7,16 +7,22 @@
  *
  *  READ   one sub-request on the component the balance algorithm picks (split:
  *         one piece per readable component).  A failed piece is retried on
- *         another readable component; the one that failed is queued to be
- *         failed out (never the last ACTIVE one).
+ *         another readable component.  A component that answered with an
+ *         error gets the range rewritten from the good copy (recover.c; too
+ *         many such errors fail it); one that went away (connection dead,
+ *         device gone) is disconnected.
  *  WRITE, TRIM, WRITE_ZEROES
  *         first DIRTY is on disk (meta.c), then a shared range hold keeps the
- *         sync copy off the range, then one sub-request per writable
- *         component.  Acknowledged when all completed; if some failed but an
- *         ACTIVE component took the write, the failures are recorded in the
- *         labels first (control thread), then the write is acknowledged.
- *  FLUSH  to every writable component; a component whose flush fails is
- *         failed out the same way.
+ *         sync copy off the range (taken before the targets are chosen, so a
+ *         component that starts synchronizing meanwhile is either a target
+ *         or copied after this write), then one sub-request per writable
+ *         component.  When all completed without error it is acknowledged.
+ *         Otherwise the event thread first applies (and records in the
+ *         labels) every failure found up to then, this one's included, and
+ *         then decides: acknowledged only if a component that completed it
+ *         is still ACTIVE with its label current; else the client gets the
+ *         error (ENOSPC, EROFS, EIO: what the components said).
+ *  FLUSH  to every writable component, decided the same way.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,8 +36,9 @@ struct sub {
 	struct bm_breq br;
 	struct mreq *req;
 	int comp;
-	bool was_active;  /* write: component was ACTIVE when issued */
+	int result;       /* write: what the component answered */
 	uint32_t tried;   /* read: components that failed this piece */
+	uint32_t repair;  /* read: those that answered with an error */
 	uint64_t t0_ns;
 };
 
@@ -41,7 +48,6 @@ struct mreq {
 	atomic_int pending;
 	atomic_int error;
 	atomic_uint failed;     /* components that failed this request */
-	atomic_uint ok_active;  /* ACTIVE components that completed it */
 	bool is_write;
 	uint64_t t0_ns;
 	struct bm_range_hold hold;
@@ -161,7 +167,11 @@ static void read_done(struct bm_breq *br, int result)
 	account(c, s, result);
 	if (result < 0) {
 		s->tried |= 1u << s->comp;
-		bm_ctl_fail(m, 1u << s->comp, "read error", NULL, NULL);
+		if (bm_error_is_gone(result))
+			bm_ev_fail(m, 1u << s->comp, "read error", result,
+			           br->offset, br->length, NULL, NULL);
+		else
+			s->repair |= 1u << s->comp;
 		int next = bm_balance_pick(m, br->offset, br->length, s->tried);
 		if (next >= 0) {
 			s->comp = next;
@@ -169,9 +179,44 @@ static void read_done(struct bm_breq *br, int result)
 			return;
 		}
 		set_error(r, result);
+	} else if (s->repair) {
+		/* A good copy was read: mend the ones that failed it. */
+		for (int i = 0; i < m->ncomp; i++)
+			if (s->repair & (1u << i))
+				bm_recover_repair(m, i, br->offset, br->length);
 	}
 	if (atomic_fetch_sub(&r->pending, 1) == 1)
 		req_complete(r);
+}
+
+/* On the event thread, after every failure found so far is applied: is
+ * the write held by a component still in service? */
+static void write_decide(void *arg)
+{
+	struct mreq *r = arg;
+	struct bm_mirror *m = r->m;
+	uint32_t failed = atomic_load(&r->failed);
+	bool held = false;
+	int err = 0;
+
+	pthread_mutex_lock(&m->meta_lock);
+	for (int k = 0; k < r->nsub; k++) {
+		struct sub *s = &r->sub[k];
+		struct bm_component *c = &m->comp[s->comp];
+		if (failed & (1u << s->comp)) {
+			/* the most telling error: ENOSPC over a lost link */
+			if (!err || (bm_error_is_gone(err) &&
+			             !bm_error_is_gone(s->result)))
+				err = s->result;
+			continue;
+		}
+		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->label_stale)
+			held = true;
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	if (!held)
+		set_error(r, err ? err : -EIO);
+	req_complete(r);
 }
 
 static void write_done(struct bm_breq *br, int result)
@@ -183,10 +228,9 @@ static void write_done(struct bm_breq *br, int result)
 
 	bm_queue_leave(&c->inflight, &c->stats);
 	account(c, s, result);
+	s->result = result;
 	if (result < 0)
 		atomic_fetch_or(&r->failed, 1u << s->comp);
-	else if (s->was_active)
-		atomic_fetch_add(&r->ok_active, 1);
 	if (atomic_fetch_sub(&r->pending, 1) != 1)
 		return;
 
@@ -195,36 +239,32 @@ static void write_done(struct bm_breq *br, int result)
 		req_complete(r);
 		return;
 	}
-	if (atomic_load(&r->ok_active) == 0) {
-		/* No complete copy took it: the client must hear of it. */
-		set_error(r, -EIO);
-		uint32_t syncing_failed = 0;
-		for (int i = 0; i < r->nsub; i++)
-			if (!r->sub[i].was_active && (failed & (1u << r->sub[i].comp)))
-				syncing_failed |= 1u << r->sub[i].comp;
-		if (syncing_failed) {
-			bm_ctl_fail(m, syncing_failed, "write error", req_complete, r);
-			return;
+	int err = -EIO;
+	for (int k = 0; k < r->nsub; k++)
+		if (failed & (1u << r->sub[k].comp)) {
+			err = r->sub[k].result;
+			break;
 		}
-		req_complete(r);
-		return;
-	}
-	bm_ctl_fail(m, failed,
-	            r->io->type == BM_IO_FLUSH ? "flush error" : "write error",
-	            req_complete, r);
+	bm_ev_fail(m, failed,
+	           r->io->type == BM_IO_FLUSH ? "flush error" : "write error",
+	           err, r->io->offset, r->io->length, write_decide, r);
 }
 
 static void sub_issue(struct sub *s)
 {
 	struct bm_mirror *m = s->req->m;
 	struct bm_component *c = &m->comp[s->comp];
+	struct bm_backend *be;
 	int err;
 
 	s->t0_ns = bm_now_ns();
 	bm_queue_enter(&c->inflight, &c->stats);
 	if (s->br.op == BM_BOP_READ)
 		atomic_store(&c->head_pos, s->br.offset + s->br.length);
-	err = c->be->ops->submit(c->be, &s->br);
+	be = bm_comp_get(c);
+	err = be ? be->ops->submit(be, &s->br) : -ENOTCONN;
+	if (be)
+		bm_comp_put(c);
 	if (err < 0)
 		s->br.done(&s->br, err);
 }
@@ -320,29 +360,43 @@ static int submit_fanout(struct bm_mirror *m, struct bm_io *io)
 			}
 		}
 	}
+	if (atomic_load(&m->meta_broken)) {
+		if (is_write)
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		return bm_error(EIO, "the mirror cannot record its state in any "
+		                "label; writes are refused");
+	}
+	r = req_alloc(m, io, m->ncomp);
+	if (!r) {
+		if (is_write)
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		return bm_error(ENOMEM, "out of memory");
+	}
+	r->is_write = is_write;
+	/* Hold the range first: a component that starts synchronizing after
+	 * this point is copied after this write completes. */
+	if (is_write) {
+		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
+		bm_ra_invalidate(m, io->offset, io->length);
+	}
 	for (int i = 0; i < m->ncomp; i++) {
 		int s = atomic_load(&m->comp[i].state);
 		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
 			targets[n++] = i;
 	}
-	r = n ? req_alloc(m, io, n) : NULL;
-	if (!r) {
-		if (is_write)
+	if (n == 0) {
+		if (is_write) {
+			bm_rangelock_shared_release(&m->rl, &r->hold);
 			atomic_fetch_sub(&m->writes_inflight, 1);
-		return n ? bm_error(ENOMEM, "out of memory")
-		         : bm_error(EIO, "no writable component");
+		}
+		free(r);
+		return bm_error(EIO, "no writable component");
 	}
-	r->is_write = is_write;
-	for (int k = 0; k < n; k++) {
+	r->nsub = n;
+	atomic_store(&r->pending, n);
+	for (int k = 0; k < n; k++)
 		sub_init(r, k, targets[k], op, io->offset, io->length, io->buf,
 		         (io->flags & BM_IO_FUA) ? BM_BOP_FUA : 0, write_done);
-		r->sub[k].was_active =
-			atomic_load(&m->comp[targets[k]].state) == BM_CS_ACTIVE;
-	}
-	if (is_write) {
-		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
-		bm_ra_invalidate(m, io->offset, io->length);
-	}
 	atomic_fetch_add(&m->ios_inflight, 1);
 	bm_io_begin(m);
 	for (int k = 0; k < n; k++)

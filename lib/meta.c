@@ -1,17 +1,26 @@
 /*
- * The control plane: label writes, DIRTY/clean marking, recording component
- * failures, and the control thread that does the latter for the data path.
+ * Metadata: label writes, DIRTY/clean marking, and recording a component's
+ * departure (failed or disconnected).  Everything here runs under
+ * meta_lock, and every label or flush has a deadline (io_timeout_ms), so a
+ * component that stops answering holds the lock at most that long.
  *
  * Order of durability (what makes "never lose an acknowledged write" hold):
  *  - DIRTY is on disk on every writable component before the first write
- *    after a clean period is issued, so a crash is always detected;
- *  - a component's failure is on disk (genid bumped on every survivor)
- *    before the write that found it is acknowledged, so the failed copy can
- *    never be taken for current at the next assembly;
- *  - clean is written only after a flush of every component, with no write
- *    in flight.
+ *    after a clean period is issued, so a crash is always detected; if the
+ *    only ACTIVE component cannot record it, the write fails;
+ *  - a component's departure is on disk (genid bumped on every survivor)
+ *    before the write that found it is acknowledged, so the departed copy
+ *    can never be taken for current at the next assembly; if no ACTIVE
+ *    survivor could record it, the mirror refuses writes (meta_broken)
+ *    until a label write succeeds again;
+ *  - clean is written only after a successful flush of every component
+ *    still in service, with no write in flight; a failed flush or label
+ *    write keeps the mirror DIRTY (the next start resynchronizes);
+ *  - a SYNCHRONIZING component's label records only the part of the copy
+ *    that was flushed (sync_durable), never more.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +29,39 @@
 #include "error.h"
 #include "mirror.h"
 
-struct bm_event {
-	uint32_t mask;
-	char why[128];
-	void (*then)(void *);
-	void *arg;
-	struct bm_event *next;
-};
-
 long long bm_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool bm_error_is_gone(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ENOTCONN: case ECONNRESET: case ECONNABORTED: case ESHUTDOWN:
+	case EPIPE: case ENODEV: case ENXIO: case ETIMEDOUT: case ECONNREFUSED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void bm_set_why(struct bm_mirror *m, struct bm_component *c,
+                const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&m->info_lock);
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&m->info_lock);
+}
+
+static long timeout_of(struct bm_mirror *m)
+{
+	return atomic_load(&m->io_timeout_ms);
 }
 
 /* Caller holds meta_lock.  Writes c's label (seq bumped) and flushes it. */
@@ -41,7 +70,6 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 	uint8_t *buf;
 	int err;
 
-	(void)m;
 	if (!c->be)
 		return -ENODEV;
 	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
@@ -49,13 +77,19 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 	c->label.seq++;
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING
-			? atomic_load(&c->sync_offset) : 0;
+			? atomic_load(&c->sync_durable) : 0;
 	bm_label_encode(&c->label, buf);
-	err = c->be->ops->pwrite_sync(c->be, buf, BM_LABEL_SIZE,
-	                              bm_label_offset(c->be->size));
+	err = bm_backend_io_wait_timeout(c->be, BM_BOP_WRITE, buf, BM_LABEL_SIZE,
+	                                 bm_label_offset(c->be->size), 0,
+	                                 timeout_of(m));
 	if (err == 0)
-		err = c->be->ops->flush_sync(c->be);
+		err = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0,
+		                                 0, timeout_of(m));
 	free(buf);
+	c->label_stale = err < 0;
+	if (err < 0)
+		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",
+		        m->name, c->path, strerror(-err));
 	return err;
 }
 
@@ -65,32 +99,43 @@ static bool writable(struct bm_component *c)
 	return s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING;
 }
 
-/*
- * Caller holds meta_lock.  Takes c out of service and records it: genid is
- * bumped on every remaining component so that c, which keeps the old genid,
- * is stale at the next assembly.  A survivor whose label write fails is
- * failed in turn (never the last ACTIVE one: its data stays served).
- */
-void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
-                         const char *why)
+static int active_count(struct bm_mirror *m)
+{
+	int n = 0;
+	for (int k = 0; k < m->ncomp; k++)
+		n += atomic_load(&m->comp[k].state) == BM_CS_ACTIVE;
+	return n;
+}
+
+/* Caller holds meta_lock: is some ACTIVE component's label current? */
+static bool recorded_somewhere(struct bm_mirror *m)
+{
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) == BM_CS_ACTIVE &&
+		    !m->comp[i].label_stale)
+			return true;
+	return false;
+}
+
+void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
+                         int state, const char *why)
 {
 	if (!writable(c))
 		return;
-	if (atomic_load(&c->state) == BM_CS_ACTIVE) {
-		int active = 0;
-		for (int k = 0; k < m->ncomp; k++)
-			active += atomic_load(&m->comp[k].state) == BM_CS_ACTIVE;
-		if (active <= 1) {
-			fprintf(stderr, "blkmirror: %s: %s: %s; it is the last "
-			        "ACTIVE component, so it stays in service\n",
-			        m->name, c->path, why);
-			return;
-		}
+	if (atomic_load(&c->state) == BM_CS_ACTIVE && active_count(m) <= 1) {
+		fprintf(stderr, "blkmirror: %s: %s: %s; it is the last "
+		        "ACTIVE component, so it stays in service\n",
+		        m->name, c->path, why);
+		return;
 	}
-	atomic_store(&c->state, BM_CS_FAILED);
-	snprintf(c->why, sizeof(c->why), "%s", why);
-	fprintf(stderr, "blkmirror: %s: component %s failed: %s\n", m->name,
-	        c->path, why);
+	atomic_store(&c->state, state);
+	bm_set_why(m, c, "%s", why);
+	fprintf(stderr, "blkmirror: %s: component %s %s: %s\n", m->name,
+	        c->path, state == BM_CS_DISCONNECTED ? "disconnected" : "failed",
+	        why);
+	/* No new request reaches it; whatever it still holds ends soon. */
+	if (c->be && c->be->ops->abort)
+		c->be->ops->abort(c->be);
 	m->degraded = true;
 	m->genid++;
 	for (int i = 0; i < m->ncomp; i++) {
@@ -99,8 +144,26 @@ void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
 			continue;
 		s->label.genid = m->genid;
 		if (bm_meta_write_label(m, s) < 0)
-			bm_meta_fail_locked(m, s, "label write failed");
+			bm_meta_drop_locked(m, s, BM_CS_FAILED,
+			                    "cannot write its label");
 	}
+	/* The survivor that stayed (the last ACTIVE one) may not have the
+	 * bump on disk: then nothing written from now on can be trusted to
+	 * win at the next assembly. */
+	if (!recorded_somewhere(m) && !atomic_load(&m->meta_broken)) {
+		atomic_store(&m->meta_broken, true);
+		fprintf(stderr, "blkmirror: %s: cannot record the failure on any "
+		        "ACTIVE component; writes fail until a label write "
+		        "succeeds\n", m->name);
+	}
+	if (c->be && state == BM_CS_DISCONNECTED)
+		bm_recover_kick(m);
+}
+
+void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
+                         const char *why)
+{
+	bm_meta_drop_locked(m, c, BM_CS_FAILED, why);
 }
 
 /* Caller holds meta_lock.  Writes every writable component's label. */
@@ -129,13 +192,22 @@ int bm_meta_write_all_labels(struct bm_mirror *m)
 		if (err < 0 && !first_err)
 			first_err = err;
 	}
+	if (first_err == 0 && atomic_load(&m->meta_broken) &&
+	    recorded_somewhere(m)) {
+		atomic_store(&m->meta_broken, false);
+		fprintf(stderr, "blkmirror: %s: labels are written again; "
+		        "writes resume\n", m->name);
+	}
 	return first_err;
 }
 
 /*
  * Called on the data path before a write when m->dirty is false.  While the
  * mirror is degraded the first write of each dirty period bumps syncid, so a
- * component that comes back later is known to have missed writes.
+ * component that comes back later is known to have missed writes.  A
+ * component that cannot record DIRTY is failed out; if no ACTIVE component
+ * has DIRTY on disk the write must not go ahead (-EIO, and the mirror stays
+ * "clean" in memory so the next write tries again).
  */
 int bm_meta_mark_dirty(struct bm_mirror *m)
 {
@@ -146,27 +218,51 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 		atomic_store(&m->dirty, true);
 		if (m->degraded)
 			m->syncid++;
-		err = bm_meta_write_all_labels(m);
-		if (err < 0) {
-			/* Fail whatever could not record DIRTY, unless that
-			 * would leave nothing to write to. */
+		if (bm_meta_write_all_labels(m) < 0) {
 			for (int i = 0; i < m->ncomp; i++) {
 				struct bm_component *c = &m->comp[i];
-				if (!writable(c))
-					continue;
-				if (bm_meta_write_label(m, c) < 0 &&
-				    bm_readable_count(m) > 1)
+				if (writable(c) && c->label_stale)
 					bm_meta_fail_locked(m, c,
 					        "cannot write its label (marking dirty)");
 			}
-			err = bm_readable_count(m) > 0 ? 0 : -EIO;
+		}
+		if (!recorded_somewhere(m)) {
+			atomic_store(&m->dirty, false);
+			err = -EIO;
 		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);
 	return err;
 }
 
-/* Marks the mirror clean if it has been idle for idle_ms (0: now). */
+int bm_meta_flush_all_locked(struct bm_mirror *m)
+{
+	int err = 0;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!writable(c))
+			continue;
+		int e = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0,
+		                                   0, timeout_of(m));
+		if (e < 0) {
+			char why[128];
+			snprintf(why, sizeof(why), "flush error: %s", strerror(-e));
+			bm_meta_drop_locked(m, c, bm_error_is_gone(e)
+			                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
+			if (writable(c)) /* the last ACTIVE one: stays dirty */
+				err = e;
+		}
+	}
+	return err;
+}
+
+/*
+ * Marks the mirror clean if it has been idle for idle_ms (0: now).  Clean
+ * only after every component in service flushed; otherwise it stays DIRTY
+ * and the next start resynchronizes.  A component whose clean label cannot
+ * be written is failed out (it keeps DIRTY on disk, which is safe).
+ */
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 {
 	if (!atomic_load(&m->dirty))
@@ -175,104 +271,22 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 		return;
 	pthread_mutex_lock(&m->meta_lock);
 	atomic_store(&m->dirty, false);
-	if (atomic_load(&m->writes_inflight) > 0) {
-		atomic_store(&m->dirty, true); /* a writer raced us: later */
-	} else {
+	if (atomic_load(&m->writes_inflight) > 0 ||
+	    bm_meta_flush_all_locked(m) < 0) {
+		atomic_store(&m->dirty, true); /* a writer raced us, or a
+		                                  flush failed: later */
+	} else if (bm_meta_write_all_labels(m) < 0) {
+		for (int i = 0; i < m->ncomp; i++) {
+			struct bm_component *c = &m->comp[i];
+			if (writable(c) && c->label_stale)
+				bm_meta_fail_locked(m, c,
+				        "cannot write its label (marking clean)");
+		}
+		/* The last ACTIVE one may still say DIRTY on disk: keep
+		 * saying so in memory, so that we try again. */
 		for (int i = 0; i < m->ncomp; i++)
-			if (writable(&m->comp[i]))
-				m->comp[i].be->ops->flush_sync(m->comp[i].be);
-		bm_meta_write_all_labels(m);
+			if (writable(&m->comp[i]) && m->comp[i].label_stale)
+				atomic_store(&m->dirty, true);
 	}
 	pthread_mutex_unlock(&m->meta_lock);
-}
-
-/* ---- control thread ---- */
-
-void bm_ctl_fail(struct bm_mirror *m, uint32_t mask, const char *why,
-                 void (*then)(void *), void *arg)
-{
-	struct bm_event *ev = calloc(1, sizeof(*ev));
-
-	if (!ev) {
-		/* Cannot queue: record it here, synchronously. */
-		pthread_mutex_lock(&m->meta_lock);
-		for (int i = 0; i < m->ncomp; i++)
-			if (mask & (1u << i))
-				bm_meta_fail_locked(m, &m->comp[i], why);
-		pthread_mutex_unlock(&m->meta_lock);
-		if (then)
-			then(arg);
-		return;
-	}
-	ev->mask = mask;
-	snprintf(ev->why, sizeof(ev->why), "%s", why);
-	ev->then = then;
-	ev->arg = arg;
-	pthread_mutex_lock(&m->ev_lock);
-	if (m->ev_tail)
-		m->ev_tail->next = ev;
-	else
-		m->ev_head = ev;
-	m->ev_tail = ev;
-	pthread_cond_signal(&m->ev_cond);
-	pthread_mutex_unlock(&m->ev_lock);
-}
-
-static void *ctl_main(void *arg)
-{
-	struct bm_mirror *m = arg;
-
-	pthread_mutex_lock(&m->ev_lock);
-	for (;;) {
-		while (m->ev_head) {
-			struct bm_event *ev = m->ev_head;
-			m->ev_head = ev->next;
-			if (!m->ev_head)
-				m->ev_tail = NULL;
-			pthread_mutex_unlock(&m->ev_lock);
-			pthread_mutex_lock(&m->meta_lock);
-			for (int i = 0; i < m->ncomp; i++)
-				if (ev->mask & (1u << i))
-					bm_meta_fail_locked(m, &m->comp[i], ev->why);
-			pthread_mutex_unlock(&m->meta_lock);
-			if (ev->then)
-				ev->then(ev->arg);
-			free(ev);
-			pthread_mutex_lock(&m->ev_lock);
-		}
-		if (m->ctl_stop)
-			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&m->ev_cond, &m->ev_lock, &ts);
-		if (!m->ev_head && !m->ctl_stop) {
-			pthread_mutex_unlock(&m->ev_lock);
-			bm_meta_try_clean(m, 2000);
-			pthread_mutex_lock(&m->ev_lock);
-		}
-	}
-	pthread_mutex_unlock(&m->ev_lock);
-	return NULL;
-}
-
-int bm_ctl_start(struct bm_mirror *m)
-{
-	pthread_mutex_init(&m->ev_lock, NULL);
-	pthread_cond_init(&m->ev_cond, NULL);
-	if (pthread_create(&m->ctl_thread, NULL, ctl_main, m) != 0)
-		return bm_error(EAGAIN, "cannot start the control thread");
-	return 0;
-}
-
-/* Processes what is queued, then stops the thread. */
-void bm_ctl_stop(struct bm_mirror *m)
-{
-	pthread_mutex_lock(&m->ev_lock);
-	m->ctl_stop = true;
-	pthread_cond_signal(&m->ev_cond);
-	pthread_mutex_unlock(&m->ev_lock);
-	pthread_join(m->ctl_thread, NULL);
-	pthread_mutex_destroy(&m->ev_lock);
-	pthread_cond_destroy(&m->ev_cond);
 }

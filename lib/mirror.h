@@ -1,18 +1,27 @@
 /*
  * The mirror engine's internal state, shared by its files:
  *   assemble.c  labels -> component states at start; labeling new mirrors
- *   meta.c      label writes, DIRTY marking, component failure (control plane)
+ *   meta.c      label writes, DIRTY/clean, recording a component's failure
+ *   events.c    the event thread: the one place component failures found on
+ *               the data path are applied and writes acknowledged after them;
+ *               the I/O watchdog (timeouts), health checks, idle clean
+ *   recover.c   the recovery thread: reconnects DISCONNECTED components,
+ *               rewrites ranges that failed to read from a good copy
  *   io.c        the data path: read balance, write fan-out, flush, retries
  *   balance.c   the read balance algorithms
- *   sync.c      the background synchronization thread
+ *   sync.c      the synchronization thread
  *   status.c    status and list text
  *
  * Locking.  meta_lock protects the labels and every component state change;
- * the data path never takes it except on the first write after the mirror
- * was clean (to write DIRTY labels before that write is issued).  The data
- * path reads states and counters through atomics.  Component failures found
- * on the data path are queued to the control thread, which records them in
- * the labels (genid bump) before the write that found them is acknowledged.
+ * it is held across label I/O, which has a deadline (io_timeout_ms).  The
+ * data path never takes it except on the first write after the mirror was
+ * clean (to write DIRTY labels before that write is issued).  Status and
+ * list never wait for it for long: what they show is under info_lock.  The
+ * data path reads states and counters through atomics.  Component failures
+ * found on the data path are queued to the event thread, which records them
+ * in the labels (genid bump) before the write that found them is
+ * acknowledged, and acknowledges it only if a component still in service
+ * holds it.
  */
 #ifndef BM_MIRROR_H
 #define BM_MIRROR_H
@@ -32,7 +41,13 @@ enum bm_comp_state {
 	BM_CS_SYNCHRONIZING, /* being copied; writes only */
 	BM_CS_FAILED,        /* I/O failed during service; out */
 	BM_CS_ABSENT,        /* missing, unreadable or foreign at start */
+	BM_CS_DISCONNECTED,  /* vanished or stopped answering; retried, and
+	                        copied again when it comes back */
 };
+
+/* Defaults of the failure policy (serve --io-timeout, --read-errors). */
+#define BM_IO_TIMEOUT_MS_DEFAULT 30000
+#define BM_READ_ERRORS_DEFAULT 20   /* repaired read errors before failing */
 
 const char *bm_comp_state_name(int state);
 
@@ -45,6 +60,7 @@ struct bm_comp_stats {
 	atomic_uint_fast64_t errors;
 	atomic_uint_fast64_t busy_ns;    /* time with a request outstanding */
 	atomic_uint_fast64_t busy_since; /* when the queue last left zero */
+	atomic_uint_fast64_t last_done;  /* when a request last completed */
 };
 
 uint64_t bm_now_ns(void);
@@ -59,9 +75,12 @@ static inline void bm_queue_enter(atomic_int *q, struct bm_comp_stats *st)
 
 static inline void bm_queue_leave(atomic_int *q, struct bm_comp_stats *st)
 {
+	uint64_t now = bm_now_ns();
+
+	atomic_store(&st->last_done, now);
 	if (atomic_fetch_sub(q, 1) == 1)
 		atomic_fetch_add(&st->busy_ns,
-		                 bm_now_ns() - atomic_load(&st->busy_since));
+		                 now - atomic_load(&st->busy_since));
 }
 
 /* Adds one completed request to a set of counters. */
@@ -72,17 +91,54 @@ enum { BM_STAT_READ, BM_STAT_WRITE, BM_STAT_DELETE, BM_STAT_OTHER };
 struct bm_component {
 	int index;
 	char path[PATH_MAX];
-	struct bm_backend *be;          /* NULL when absent */
+	struct bm_backend *be;          /* NULL when absent; replaced only
+	                                   while DISCONNECTED (meta_lock) */
+	struct bm_backend *retired[4];  /* earlier connections, closed at
+	                                   the end (a racing submitter may
+	                                   still hold one) */
+	int nretired;                   /* meta_lock */
 	struct bm_label label;          /* meta_lock */
 	atomic_int state;               /* enum bm_comp_state */
 	atomic_int inflight;            /* backend requests outstanding */
-	atomic_uint_fast64_t sync_offset;
+	atomic_int users;               /* threads holding be (bm_comp_get) */
+	atomic_uint_fast64_t sync_offset;  /* copied up to here */
+	atomic_uint_fast64_t sync_durable; /* copied and flushed: the label's */
 	atomic_uint_fast64_t head_pos;  /* where its last read ended */
-	char why[256];                  /* meta_lock: why absent or failed */
+	atomic_int read_errors;         /* read errors repaired so far */
+	bool label_stale;               /* meta_lock: its last label write
+	                                   failed: it may not hold the genid */
+	bool hang_warned;               /* events.c: said it hangs, once */
+	long long retry_at_ms;          /* recover.c: next reconnect attempt */
+	int retry_delay_ms;             /* recover.c: backoff */
+	char why[256];                  /* info_lock: why absent or failed */
 	struct bm_comp_stats stats;
 };
 
+/*
+ * Takes a component's backend to call it (submit, a synchronous request,
+ * check): counts the caller as a user, then looks at the state.  NULL when
+ * the component is out of service (nothing to put back).  recover.c closes
+ * a backend only after the state says so and no user is left; a request
+ * submitted before that is waited for by the backend's close().
+ */
+static inline struct bm_backend *bm_comp_get(struct bm_component *c)
+{
+	atomic_fetch_add(&c->users, 1);
+	int s = atomic_load(&c->state);
+	if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
+		atomic_fetch_sub(&c->users, 1);
+		return NULL;
+	}
+	return c->be;
+}
+
+static inline void bm_comp_put(struct bm_component *c)
+{
+	atomic_fetch_sub(&c->users, 1);
+}
+
 struct bm_event;
+struct bm_repair;
 
 struct bm_mirror {
 	char name[BM_NAME_MAX + 1];
@@ -91,6 +147,13 @@ struct bm_mirror {
 	struct bm_component comp[BM_MAX_COMPONENTS];
 
 	pthread_mutex_t meta_lock;      /* labels, states, genid, syncid */
+	pthread_mutex_t info_lock;      /* why[], sync_error: what status shows */
+	atomic_int io_timeout_ms;       /* a component silent this long with
+	                                   requests outstanding is given up */
+	atomic_int read_error_limit;    /* repaired read errors before failing */
+	atomic_bool meta_broken;        /* a failure could not be recorded on
+	                                   any ACTIVE component: writes get EIO
+	                                   until labels can be written again */
 	uint64_t mirror_id, genid, syncid; /* meta_lock */
 	uint32_t mirror_flags;          /* meta_lock */
 
@@ -109,42 +172,81 @@ struct bm_mirror {
 	struct bm_rangelock rl;
 	struct bm_readahead ra;         /* the stream algorithm's state */
 
-	/* control thread: event queue protected by ev_lock */
-	pthread_t ctl_thread;
+	/* event thread (events.c): queue protected by ev_lock */
+	pthread_t ev_thread;
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	struct bm_event *ev_head, *ev_tail;
-	bool ctl_stop;
+	bool ev_stop;
 
-	/* sync thread */
+	/* recovery thread (recover.c): repair queue protected by rc_lock */
+	pthread_t rc_thread;
+	pthread_mutex_t rc_lock;
+	pthread_cond_t rc_cond;
+	struct bm_repair *rc_head;
+	bool rc_stop;
+
+	/* sync thread (sync.c): lives as long as the mirror; sync_lock */
 	pthread_t sync_thread;
-	atomic_bool sync_running;
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cond;
+	bool sync_kick;                 /* sync_lock: look for targets */
+	atomic_bool sync_running;       /* a copy is in progress */
 	atomic_bool sync_stop;
-	char sync_error[256];           /* meta_lock */
+	char sync_error[256];           /* info_lock */
 };
 
 /* meta.c */
 int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c);
 int bm_meta_mark_dirty(struct bm_mirror *m);
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms);
+/* Caller holds meta_lock.  Takes c out of service (FAILED) and records it
+ * (genid bump on the survivors); never the last ACTIVE component. */
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
                          const char *why);
+/* The same, into `state` (BM_CS_FAILED or BM_CS_DISCONNECTED). */
+void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
+                         int state, const char *why);
 int bm_meta_write_all_labels(struct bm_mirror *m);
+/* Flushes every writable component (deadline io_timeout_ms); one whose
+ * flush fails is failed out.  0 when every component left in service
+ * flushed. */
+int bm_meta_flush_all_locked(struct bm_mirror *m);
+/* Sets a component's why[] (status shows it) under info_lock. */
+void bm_set_why(struct bm_mirror *m, struct bm_component *c,
+                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 long long bm_now_ms(void);
+/* True for the errors of a component that went away (connection dead,
+ * device gone, timed out) rather than one that answered with an error. */
+bool bm_error_is_gone(int err);
 
-/* control thread: queue a failure; run `then(arg)` after it is recorded. */
-void bm_ctl_fail(struct bm_mirror *m, uint32_t mask, const char *why,
-                 void (*then)(void *), void *arg);
-int bm_ctl_start(struct bm_mirror *m);
-void bm_ctl_stop(struct bm_mirror *m);
+/* events.c: the event thread.  bm_ev_fail queues the failure of the
+ * components in mask (err: the -errno, off/len: the request, for the log);
+ * once it is applied (and everything queued before it), then(arg) runs on
+ * the event thread. */
+void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
+                uint64_t off, uint64_t len, void (*then)(void *), void *arg);
+int bm_ev_start(struct bm_mirror *m);
+void bm_ev_stop(struct bm_mirror *m);
+
+/* recover.c: the recovery thread. */
+int bm_recover_start(struct bm_mirror *m);
+void bm_recover_stop(struct bm_mirror *m);
+void bm_recover_kick(struct bm_mirror *m);
+/* Queues a rewrite of [off, off+len) on component comp from a good copy
+ * (after a read error there). */
+void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
+                       uint32_t len);
 
 /* balance.c: picks a readable component not in `exclude`, or -1. */
 int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,
                     uint32_t exclude);
 int bm_readable_count(struct bm_mirror *m);
 
-/* sync.c */
+/* sync.c: the thread starts with the mirror and stops with it; kick tells
+ * it that a component became SYNCHRONIZING. */
 int bm_sync_start(struct bm_mirror *m);
+void bm_sync_kick(struct bm_mirror *m);
 void bm_sync_stop(struct bm_mirror *m);
 
 /* io.c */

@@ -322,8 +322,12 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		c->br.opaque = c;
 		c->t_issue = bm_now_ns();
 		bm_queue_enter(&comp->inflight, &comp->stats);
-		if (comp->be->ops->submit(comp->be, &c->br) < 0)
-			chunk_done(&c->br, -EIO);
+		struct bm_backend *be = bm_comp_get(comp);
+		int err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
+		if (be)
+			bm_comp_put(comp);
+		if (err < 0)
+			chunk_done(&c->br, err);
 	}
 }
 
@@ -447,6 +451,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	struct ra_wait *done_list = NULL, *fallback = NULL;
 	uint64_t t = bm_now_ns();
 	int comp_index = c->comp;
+	uint64_t c_off = c->off, c_len = c->len;
 
 	bm_queue_leave(&comp->inflight, &comp->stats);
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
@@ -474,9 +479,11 @@ static void chunk_done(struct bm_breq *br, int result)
 	}
 	ra->turn++;
 	pthread_mutex_unlock(&ra->lock);
-	if (result < 0)
-		bm_ctl_fail(m, 1u << comp_index, "read error (read-ahead)", NULL,
-		            NULL);
+	/* A component that went away is disconnected; one that answered with
+	 * an error is mended by the direct read the client falls back to. */
+	if (result < 0 && bm_error_is_gone(result))
+		bm_ev_fail(m, 1u << comp_index, "read error (read-ahead)", result,
+		           c_off, c_len, NULL, NULL);
 	issue_all(m, issue);
 	finish_reads(m, done_list, fallback);
 }

@@ -1,8 +1,15 @@
-/* Status (gmirror's Name / Status / Components table) and list text. */
+/*
+ * Status (gmirror's Name / Status / Components table) and list text.
+ * Neither waits on meta_lock for long (it is held across label I/O, which
+ * a hanging component can stretch to io-timeout): states are atomics, the
+ * reasons are under info_lock, and list shows the labels only when it can
+ * take meta_lock within half a second.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror.h"
 
@@ -12,6 +19,7 @@ const char *bm_comp_state_name(int state)
 	case BM_CS_ACTIVE: return "ACTIVE";
 	case BM_CS_SYNCHRONIZING: return "SYNCHRONIZING";
 	case BM_CS_FAILED: return "FAILED";
+	case BM_CS_DISCONNECTED: return "DISCONNECTED";
 	default: return "ABSENT";
 	}
 }
@@ -30,7 +38,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	int w = (int)strlen(m->name) > 4 ? (int)strlen(m->name) : 4;
 	bool complete = true;
 
-	pthread_mutex_lock(&m->meta_lock);
+	pthread_mutex_lock(&m->info_lock);
 	for (int i = 0; i < m->ncomp; i++)
 		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
 			complete = false;
@@ -43,7 +51,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 			snprintf(detail, sizeof(detail), ", %d%%",
 			         (int)(atomic_load(&c->sync_offset) * 100 /
 			               (m->size ? m->size : 1)));
-		else if (s == BM_CS_FAILED || s == BM_CS_ABSENT)
+		else if (s != BM_CS_ACTIVE)
 			snprintf(detail, sizeof(detail), ": %s", c->why);
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, i ? "" : m->name,
 		       i ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
@@ -51,7 +59,10 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	}
 	if (m->sync_error[0])
 		APPEND("Note: %s\n", m->sync_error);
-	pthread_mutex_unlock(&m->meta_lock);
+	if (atomic_load(&m->meta_broken))
+		APPEND("Note: no ACTIVE component can record the mirror's state; "
+		       "writes are refused\n");
+	pthread_mutex_unlock(&m->info_lock);
 	return used < len ? (int)used : -ENOSPC;
 }
 
@@ -97,8 +108,17 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 {
 	size_t used = 0;
 	char mf[64];
+	struct timespec deadline;
+	bool labels;
 
-	pthread_mutex_lock(&m->meta_lock);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_nsec += 500000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	labels = pthread_mutex_timedlock(&m->meta_lock, &deadline) == 0;
+	pthread_mutex_lock(&m->info_lock);
 	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
 	APPEND("Geom name: %s\nState: %s\nComponents: %d\nBalance: %s\n"
 	       "Slice: %u\nFlags: %s\nGenID: %" PRIu64 "\nSyncID: %" PRIu64
@@ -112,10 +132,15 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 		int s = atomic_load(&c->state);
 		APPEND("%d. Name: %s\n   State: %s\n", i + 1, c->path,
 		       bm_comp_state_name(s));
-		if (s == BM_CS_ABSENT || s == BM_CS_FAILED) {
+		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
 			APPEND("   Reason: %s\n", c->why);
 			if (s == BM_CS_ABSENT)
 				continue;
+		}
+		if (!labels) {
+			APPEND("   (label not shown: a component is busy with "
+			       "label I/O)\n");
+			continue;
 		}
 		if (used < len) {
 			int n = bm_label_format(&c->label, "   ", buf + used,
@@ -124,6 +149,8 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 				used += (size_t)n;
 		}
 	}
-	pthread_mutex_unlock(&m->meta_lock);
+	pthread_mutex_unlock(&m->info_lock);
+	if (labels)
+		pthread_mutex_unlock(&m->meta_lock);
 	return used < len ? (int)used : -ENOSPC;
 }

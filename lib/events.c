@@ -1,0 +1,224 @@
+/*
+ * The event thread: the one owner of component failures found while
+ * serving (GEOM's event queue is the model).
+ *
+ * The data path never changes a component's state itself.  It queues an
+ * event (which components failed a request, why) and, for a write or flush
+ * that met a failure, a continuation.  The thread applies events in order,
+ * each recorded in the labels before the next, then runs the continuation:
+ * so when a write's fate is decided, every failure found before it has
+ * been applied, and the write is acknowledged only if a component that
+ * completed it is still ACTIVE with its label current (io.c).
+ *
+ * Between events it wakes a few times a second to
+ *  - give up on components that stopped answering: one with requests
+ *    outstanding that completed nothing for io_timeout_ms is
+ *    DISCONNECTED and its backend aborted, which ends what it holds;
+ *  - ask each backend whether its component is still there (a deleted
+ *    file, a vanished device, a dead connection), so status tells within
+ *    a second even when the mirror is idle;
+ *  - mark the mirror clean after 2 s without writes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "mirror.h"
+
+#define TICK_MS 250
+#define CLEAN_IDLE_MS 2000
+
+struct bm_event {
+	uint32_t mask;
+	char why[192];
+	int state;                 /* BM_CS_FAILED or BM_CS_DISCONNECTED */
+	void (*then)(void *);
+	void *arg;
+	struct bm_event *next;
+};
+
+static void apply(struct bm_mirror *m, const struct bm_event *ev)
+{
+	if (!ev->mask)
+		return;
+	pthread_mutex_lock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++)
+		if (ev->mask & (1u << i))
+			bm_meta_drop_locked(m, &m->comp[i], ev->state, ev->why);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
+void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
+                uint64_t off, uint64_t len, void (*then)(void *), void *arg)
+{
+	struct bm_event *ev = calloc(1, sizeof(*ev));
+	struct bm_event local;
+
+	if (!ev) /* cannot queue: apply it here, in order as far as we can */
+		ev = &local;
+	memset(ev, 0, sizeof(*ev));
+	ev->mask = mask;
+	ev->state = bm_error_is_gone(err) ? BM_CS_DISCONNECTED : BM_CS_FAILED;
+	if (len)
+		snprintf(ev->why, sizeof(ev->why), "%s: %s (offset %llu, length "
+		         "%llu)", what, strerror(err < 0 ? -err : err),
+		         (unsigned long long)off, (unsigned long long)len);
+	else
+		snprintf(ev->why, sizeof(ev->why), "%s: %s", what,
+		         strerror(err < 0 ? -err : err));
+	ev->then = then;
+	ev->arg = arg;
+	if (ev == &local) {
+		apply(m, ev);
+		if (then)
+			then(arg);
+		return;
+	}
+	pthread_mutex_lock(&m->ev_lock);
+	if (m->ev_tail)
+		m->ev_tail->next = ev;
+	else
+		m->ev_head = ev;
+	m->ev_tail = ev;
+	pthread_cond_signal(&m->ev_cond);
+	pthread_mutex_unlock(&m->ev_lock);
+}
+
+/* Components with requests outstanding that finished nothing for the
+ * timeout are given up: disconnected (and retried later), their backend
+ * aborted so that what they hold completes with an error. */
+static void watchdog(struct bm_mirror *m)
+{
+	uint64_t now = bm_now_ns();
+	uint64_t limit = (uint64_t)atomic_load(&m->io_timeout_ms) * 1000000u;
+
+	if (!limit)
+		return;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		if (atomic_load(&c->inflight) <= 0 || !c->be)
+			continue;
+		uint64_t since = atomic_load(&c->stats.busy_since);
+		uint64_t last = atomic_load(&c->stats.last_done);
+		if (last > since)
+			since = last;
+		if (now <= since || now - since < limit)
+			continue;
+		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
+			continue;
+		char why[128];
+		snprintf(why, sizeof(why), "no answer for %d s (io-timeout)",
+		         atomic_load(&m->io_timeout_ms) / 1000);
+		pthread_mutex_lock(&m->meta_lock);
+		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
+		pthread_mutex_unlock(&m->meta_lock);
+		/* The last ACTIVE one stays in service, like a lone disk:
+		 * its clients wait for it (bm_mirror_close does not). */
+		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->hang_warned) {
+			c->hang_warned = true;
+			fprintf(stderr, "blkmirror: %s: %s: no answer for %d s, "
+			        "and it is the last ACTIVE component: waiting "
+			        "for it\n", m->name, c->path,
+			        atomic_load(&m->io_timeout_ms) / 1000);
+		}
+	}
+}
+
+/* Components that are gone while nothing is asked of them. */
+static void health(struct bm_mirror *m)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
+			continue;
+		struct bm_backend *be = bm_comp_get(c);
+		int err = be && be->ops->check ? be->ops->check(be) : 0;
+		if (be)
+			bm_comp_put(c);
+		if (err == 0)
+			continue;
+		char why[256];
+		snprintf(why, sizeof(why), "%s", bm_last_error()[0]
+		         ? bm_last_error() : strerror(-err));
+		pthread_mutex_lock(&m->meta_lock);
+		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
+		pthread_mutex_unlock(&m->meta_lock);
+	}
+}
+
+static void *ev_main(void *arg)
+{
+	struct bm_mirror *m = arg;
+	long long next_tick = bm_now_ms() + TICK_MS;
+
+	pthread_mutex_lock(&m->ev_lock);
+	for (;;) {
+		while (m->ev_head) {
+			struct bm_event *ev = m->ev_head;
+			m->ev_head = ev->next;
+			if (!m->ev_head)
+				m->ev_tail = NULL;
+			pthread_mutex_unlock(&m->ev_lock);
+			apply(m, ev);
+			if (ev->then)
+				ev->then(ev->arg);
+			free(ev);
+			pthread_mutex_lock(&m->ev_lock);
+		}
+		if (m->ev_stop)
+			break;
+		long long now = bm_now_ms();
+		if (now >= next_tick) {
+			pthread_mutex_unlock(&m->ev_lock);
+			watchdog(m);
+			health(m);
+			bm_meta_try_clean(m, CLEAN_IDLE_MS);
+			pthread_mutex_lock(&m->ev_lock);
+			next_tick = bm_now_ms() + TICK_MS;
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		long long wait_ms = next_tick - now;
+		ts.tv_sec += wait_ms / 1000;
+		ts.tv_nsec += (wait_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&m->ev_cond, &m->ev_lock, &ts);
+	}
+	pthread_mutex_unlock(&m->ev_lock);
+	return NULL;
+}
+
+int bm_ev_start(struct bm_mirror *m)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&m->ev_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->ev_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&m->ev_thread, NULL, ev_main, m) != 0)
+		return bm_error(EAGAIN, "cannot start the event thread");
+	return 0;
+}
+
+/* Applies what is queued, then stops the thread. */
+void bm_ev_stop(struct bm_mirror *m)
+{
+	pthread_mutex_lock(&m->ev_lock);
+	m->ev_stop = true;
+	pthread_cond_signal(&m->ev_cond);
+	pthread_mutex_unlock(&m->ev_lock);
+	pthread_join(m->ev_thread, NULL);
+	pthread_mutex_destroy(&m->ev_lock);
+	pthread_cond_destroy(&m->ev_cond);
+}

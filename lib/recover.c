@@ -1,0 +1,324 @@
+/*
+ * The recovery thread: brings components back without a restart.
+ *
+ *  - Read errors (md's read-error fix): a component that answered a read
+ *    with an error, while another copy read fine, gets the range rewritten
+ *    from a good copy and read back.  Under an exclusive range hold, so no
+ *    client write to the range can be overwritten by the old data.  A
+ *    rewrite that fails, or more than read_error_limit repaired errors,
+ *    fails the component.
+ *  - Reconnection: a DISCONNECTED component (its connection died, its
+ *    device or file went away, it stopped answering) is reopened by its
+ *    path with a growing delay (1 s, doubling to 30 s).  When it answers
+ *    with this mirror's label, it comes back SYNCHRONIZING and is copied
+ *    again from the start (until the write-intent bitmap exists), while
+ *    client writes reach it at once.
+ *
+ * Swapping a component's backend: every caller takes it with bm_comp_get
+ * (users++, then a look at the state), and this thread closes an old
+ * backend only once the state is DISCONNECTED and no user is left, so
+ * nobody can still be calling it; the new one is stored before the state
+ * says SYNCHRONIZING.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "mirror.h"
+
+#define RETRY_FIRST_MS 1000
+#define RETRY_MAX_MS 30000
+
+struct bm_repair {
+	int comp;
+	uint64_t off;
+	uint32_t len;
+	struct bm_repair *next;
+};
+
+void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
+                       uint32_t len)
+{
+	struct bm_repair *rp = calloc(1, sizeof(*rp));
+
+	if (!rp)
+		return; /* the next read error tries again */
+	rp->comp = comp;
+	rp->off = off;
+	rp->len = len;
+	pthread_mutex_lock(&m->rc_lock);
+	rp->next = m->rc_head;
+	m->rc_head = rp;
+	pthread_cond_signal(&m->rc_cond);
+	pthread_mutex_unlock(&m->rc_lock);
+}
+
+void bm_recover_kick(struct bm_mirror *m)
+{
+	pthread_mutex_lock(&m->rc_lock);
+	pthread_cond_signal(&m->rc_cond);
+	pthread_mutex_unlock(&m->rc_lock);
+}
+
+static void fail_comp(struct bm_mirror *m, struct bm_component *c,
+                      const char *why)
+{
+	pthread_mutex_lock(&m->meta_lock);
+	bm_meta_fail_locked(m, c, why);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
+static int comp_io(struct bm_mirror *m, struct bm_component *c,
+                   enum bm_bop op, void *buf, uint32_t len, uint64_t off)
+{
+	struct bm_backend *be = bm_comp_get(c);
+	int err;
+
+	if (!be)
+		return -ENOTCONN;
+	uint64_t t0 = bm_now_ns();
+	bm_queue_enter(&c->inflight, &c->stats);
+	err = bm_backend_io_wait_timeout(be, op, buf, len, off, 0,
+	                                 atomic_load(&m->io_timeout_ms));
+	bm_queue_leave(&c->inflight, &c->stats);
+	bm_comp_put(c);
+	bm_stats_account(&c->stats, op == BM_BOP_READ ? BM_STAT_READ
+	                                              : BM_STAT_WRITE,
+	                 len, bm_now_ns() - t0, err);
+	return err;
+}
+
+static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
+{
+	struct bm_component *c = &m->comp[rp->comp];
+	void *good = NULL, *back = NULL;
+	char why[200];
+	int err = -ENOMEM;
+
+	if (atomic_load(&c->state) != BM_CS_ACTIVE)
+		return;
+	if (posix_memalign(&good, 4096, rp->len) ||
+	    posix_memalign(&back, 4096, rp->len)) {
+		free(good);
+		return;
+	}
+	bm_rangelock_exclusive(&m->rl, rp->off, rp->len);
+	uint32_t tried = 1u << rp->comp;
+	for (;;) {
+		int src = bm_balance_pick(m, rp->off, rp->len, tried);
+		if (src < 0) {
+			err = -ENODATA;
+			break;
+		}
+		err = comp_io(m, &m->comp[src], BM_BOP_READ, good, rp->len,
+		              rp->off);
+		if (err == 0)
+			break;
+		tried |= 1u << src;
+	}
+	if (err == 0)
+		err = comp_io(m, c, BM_BOP_WRITE, good, rp->len, rp->off);
+	if (err == 0)
+		err = comp_io(m, c, BM_BOP_READ, back, rp->len, rp->off);
+	if (err == 0 && memcmp(good, back, rp->len) != 0)
+		err = -EILSEQ;
+	bm_rangelock_exclusive_release(&m->rl);
+	free(good);
+	free(back);
+	if (err == -ENODATA)
+		return; /* no other copy could read it now: leave it */
+	if (err < 0) {
+		snprintf(why, sizeof(why), "read error at offset %llu, length "
+		         "%u, and rewriting it failed: %s",
+		         (unsigned long long)rp->off, rp->len, strerror(-err));
+		fail_comp(m, c, why);
+		return;
+	}
+	int n = atomic_fetch_add(&c->read_errors, 1) + 1;
+	fprintf(stderr, "blkmirror: %s: %s: read error at offset %llu, length "
+	        "%u: rewritten from a good copy (%d so far)\n", m->name, c->path,
+	        (unsigned long long)rp->off, rp->len, n);
+	if (n > atomic_load(&m->read_error_limit)) {
+		snprintf(why, sizeof(why), "%d read errors (more than %d)", n,
+		         atomic_load(&m->read_error_limit));
+		fail_comp(m, c, why);
+	}
+}
+
+/* Reads the label of a reopened component; 0 when it is this component
+ * of this mirror. */
+static int check_label(struct bm_mirror *m, struct bm_component *c,
+                       struct bm_backend *be)
+{
+	uint8_t *buf;
+	struct bm_label l;
+	int err;
+
+	if (bm_data_area(be->size) < m->size)
+		return bm_error(ENOSPC, "it came back smaller (%llu bytes)",
+		                (unsigned long long)be->size);
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return -ENOMEM;
+	err = bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, BM_LABEL_SIZE,
+	                                 bm_label_offset(be->size), 0,
+	                                 atomic_load(&m->io_timeout_ms));
+	if (err == 0)
+		err = bm_label_decode(buf, BM_LABEL_SIZE, &l);
+	free(buf);
+	if (err < 0)
+		return err;
+	if (l.mirror_id != c->label.mirror_id ||
+	    l.component_id != c->label.component_id)
+		return bm_error(EINVAL, "it came back with another label "
+		                "(mirror '%s')", l.name);
+	return 0;
+}
+
+/* One attempt to bring c back; 0 when it is SYNCHRONIZING again. */
+static int reconnect(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_backend *be = NULL, *old;
+	int err;
+
+	/* Nobody may hold the old connection when it is closed (and a file
+	 * keeps its lock until then); its close() waits for what it was
+	 * given, which abort() ended. */
+	if (atomic_load(&c->users) > 0)
+		return -EBUSY;
+	pthread_mutex_lock(&m->meta_lock);
+	old = c->be;
+	c->be = NULL;
+	pthread_mutex_unlock(&m->meta_lock);
+	if (old)
+		old->ops->close(old);
+	err = bm_backend_open(c->path, true, &be);
+	if (err == 0)
+		err = check_label(m, c, be);
+	if (err < 0) {
+		if (be)
+			be->ops->close(be);
+		return err;
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	c->be = be;
+	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->read_errors, 0);
+	c->hang_warned = false;
+	c->label.component_flags |= BM_CF_SYNCHRONIZING;
+	c->label.genid = m->genid;
+	c->label.syncid = m->syncid;
+	if (atomic_load(&m->dirty))
+		c->label.component_flags |= BM_CF_DIRTY;
+	atomic_store(&c->state, BM_CS_SYNCHRONIZING);
+	err = bm_meta_write_label(m, c);
+	if (err < 0) {
+		atomic_store(&c->state, BM_CS_DISCONNECTED);
+		bm_set_why(m, c, "came back, but its label cannot be written: %s",
+		           strerror(-err));
+	} else {
+		bm_set_why(m, c, "%s", "");
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	if (err < 0)
+		return err;
+	fprintf(stderr, "blkmirror: %s: %s is back; synchronizing it\n",
+	        m->name, c->path);
+	bm_sync_kick(m);
+	return 0;
+}
+
+static void reconnect_due(struct bm_mirror *m)
+{
+	long long now = bm_now_ms();
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (atomic_load(&c->state) != BM_CS_DISCONNECTED)
+			continue;
+		if (c->retry_delay_ms == 0) {
+			c->retry_delay_ms = RETRY_FIRST_MS;
+			c->retry_at_ms = now + RETRY_FIRST_MS;
+			continue;
+		}
+		if (now < c->retry_at_ms)
+			continue;
+		int err = reconnect(m, c);
+		if (err == 0) {
+			c->retry_delay_ms = 0;
+			continue;
+		}
+		if (err != -EBUSY && c->retry_delay_ms >= 8000)
+			fprintf(stderr, "blkmirror: %s: %s is still away: %s\n",
+			        m->name, c->path, bm_last_error());
+		c->retry_at_ms = bm_now_ms() + c->retry_delay_ms;
+		c->retry_delay_ms = c->retry_delay_ms * 2 > RETRY_MAX_MS
+		                            ? RETRY_MAX_MS : c->retry_delay_ms * 2;
+	}
+}
+
+static void *rc_main(void *arg)
+{
+	struct bm_mirror *m = arg;
+
+	pthread_mutex_lock(&m->rc_lock);
+	while (!m->rc_stop) {
+		struct bm_repair *rp = m->rc_head;
+		if (rp) {
+			m->rc_head = rp->next;
+			pthread_mutex_unlock(&m->rc_lock);
+			repair_one(m, rp);
+			free(rp);
+			pthread_mutex_lock(&m->rc_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&m->rc_lock);
+		reconnect_due(m);
+		pthread_mutex_lock(&m->rc_lock);
+		if (m->rc_stop || m->rc_head)
+			continue;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&m->rc_cond, &m->rc_lock, &ts);
+	}
+	while (m->rc_head) {
+		struct bm_repair *rp = m->rc_head;
+		m->rc_head = rp->next;
+		free(rp);
+	}
+	pthread_mutex_unlock(&m->rc_lock);
+	return NULL;
+}
+
+int bm_recover_start(struct bm_mirror *m)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&m->rc_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->rc_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&m->rc_thread, NULL, rc_main, m) != 0)
+		return bm_error(EAGAIN, "cannot start the recovery thread");
+	return 0;
+}
+
+void bm_recover_stop(struct bm_mirror *m)
+{
+	pthread_mutex_lock(&m->rc_lock);
+	m->rc_stop = true;
+	pthread_cond_signal(&m->rc_cond);
+	pthread_mutex_unlock(&m->rc_lock);
+	pthread_join(m->rc_thread, NULL);
+	pthread_mutex_destroy(&m->rc_lock);
+	pthread_cond_destroy(&m->rc_cond);
+}
