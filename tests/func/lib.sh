@@ -33,6 +33,11 @@ need() { command -v "$1" >/dev/null || skip "$1 is not installed"; }
 
 bm() { "$BLKMIRROR" "$@"; }
 
+# Debian's python3 has the libnbd bindings (python3-libnbd), whatever
+# python3 comes first on the PATH.
+PY=/usr/bin/python3
+nbdsh() { PATH=/usr/bin:$PATH command nbdsh "$@"; }
+
 # fio writes its verify state files into the current directory: keep them
 # in the test's own.
 fio() { (cd "$T" && command fio "$@"); }

@@ -13,6 +13,6 @@ touch "$T/bad.fail"
 qemu-io -f raw "$u" -c 'read -P 0x61 0 2M' >"$T/qio" 2>&1 || { cat "$T/qio"; fail "read failed"; }
 grep -qiE 'error|fail|mismatch' "$T/qio" && { cat "$T/qio"; fail "read error reached the client"; }
 out=$(bm status m0) || true
-echo "$out" | grep -q "bad.disk.sock (FAILED: read error)" || fail "bad not FAILED: $out"
+echo "$out" | grep -q "bad.disk.sock (FAILED: read error" || fail "bad not FAILED: $out"
 echo "$out" | grep -q "$T/b (ACTIVE)" || fail "b not ACTIVE: $out"
 stop m0
