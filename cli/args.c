@@ -99,15 +99,16 @@ static int merged(const char *shortopts, const struct option *longopts,
 	return 0;
 }
 
-static bool takes_argument(const char *shortopts,
-                           const struct option *longopts, int c)
+/* Whether typed ("--name=value") names a long option whose value is c:
+ * getopt_long's '?' for a value given to an option that takes none. */
+static bool long_with_value(const char *typed, const struct option *lo, int c)
 {
-	const char *p = c > 0 && c < 256 ? strchr(shortopts, c) : NULL;
+	size_t len = strcspn(typed + 2, "=");
 
-	if (p)
-		return true;
-	for (size_t i = 0; longopts && longopts[i].name; i++)
-		if (longopts[i].val == c)
+	if (strncmp(typed, "--", 2) != 0 || typed[2 + len] != '=')
+		return false;
+	for (size_t i = 0; lo[i].name; i++)
+		if (lo[i].val == c && strncmp(lo[i].name, typed + 2, len) == 0)
 			return true;
 	return false;
 }
@@ -134,17 +135,23 @@ int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
 	}
 	if (c != '?' && c != ':')
 		return c;
-	/* The option as typed: "--name" (without "=value") or "-c". */
+	/*
+	 * The option as typed.  getopt_long has moved optind past a long
+	 * option and past a missing value (which is at the end), so
+	 * argv[optind - 1] is the word at fault then; an unknown short option
+	 * may sit inside a cluster ("-xd"), so it is named by optopt alone.
+	 */
 	const char *typed = argv[optind - 1];
-	if (strncmp(typed, "--", 2) == 0)
+	bool is_long = (c == ':' || optopt == 0 || long_with_value(typed, lo,
+	                optopt)) && strncmp(typed, "--", 2) == 0;
+	if (is_long)
 		snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(typed, "="), typed);
 	else
 		snprintf(opt, sizeof(opt), "-%c", optopt);
 	if (c == ':')
 		*status = cli_usage("%s: option '%s' needs a value; usage: "
 		                    "blkmirror %s", verb, opt, usage);
-	else if (optopt && strncmp(typed, "--", 2) == 0 &&
-	         takes_argument(shortopts, longopts, optopt))
+	else if (is_long && optopt)
 		*status = cli_usage("%s: option '%s' takes no value; usage: "
 		                    "blkmirror %s", verb, opt, usage);
 	else

@@ -22,6 +22,8 @@ expect_usage "clear: unknown option '-z'" bm clear "$T/c" -z
 expect_usage "stat: unknown option '--bad'" bm stat m0 --bad
 expect_usage "stat: option '--json' takes no value" bm stat --json=yes m0
 expect_usage "stat: option '-I' needs a value" bm stat m0 -I
+expect_usage "stat: unknown option '-x'" bm stat --count=3 -xd m0
+expect_usage "stat: option '--count' needs a value" bm stat m0 --count
 expect_usage "interval 'x' is not a time" bm stat -I x m0
 expect_usage "usage: blkmirror dump" bm dump
 expect_usage "usage: blkmirror clear" bm clear
