@@ -20,7 +20,7 @@ LDFLAGS += -fsanitize=address,undefined
 BUILD := build-san
 endif
 CFLAGS := $(CFLAGS_BASE) $(EXTRA_CFLAGS)
-LIBS := -luring -lnbd -pthread
+LIBS := -luring -lnbd -lblkid -pthread
 
 LIB_SRC := $(wildcard lib/*.c lib/backends/*.c)
 SERVER_SRC := $(wildcard server/*.c)

@@ -39,11 +39,29 @@ void control_stop(struct control_server *c);
 int control_call(const char *name, const char *cmd, char *out, size_t outlen);
 
 /* args.c.  parse_size: digits with an optional k/K, m/M or g/G suffix.
- * parse_balance_arg, parse_slice_arg: print the error and return 1 (the
- * exit status) when the argument is wrong. */
+ * parse_balance_arg, parse_slice_arg, parse_tcp_arg: print the error and
+ * return EXIT_USAGE (the exit status) when the argument is wrong. */
 int parse_size(const char *s, uint64_t *out);
 int parse_balance_arg(const char *s, int *out);
 int parse_slice_arg(const char *s, uint32_t *out);
+/* --tcp's [HOST:]PORT, PORT a number from 1 to 65535. */
+int parse_tcp_arg(const char *s);
+
+/*
+ * getopt_long for every verb, the same grammar everywhere: options before
+ * or after the names (set optind = 0 before the first call), "--" ends
+ * them, -h/--help are added.  Returns the next option, -1 at the end, or
+ * CLI_OPT_EXIT with *status set: 0 after printing the usage for --help, 2
+ * after a one-line error (unknown option, missing value).
+ */
+#define CLI_OPT_EXIT (-2)
+struct option;
+int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
+               const struct option *longopts, int *status);
+/* main.c: the verb's usage line without "blkmirror ", e.g. "stop NAME". */
+const char *cli_verb_usage(const char *verb);
+/* A wrong number of names: "usage: blkmirror VERB ...", exit status 2. */
+int cli_usage_of(const char *verb);
 
 int cmd_label(int argc, char **argv);
 int cmd_clear(int argc, char **argv);

@@ -1,4 +1,9 @@
-/* blkmirror label, clear and dump: verbs that work on labels directly. */
+/*
+ * blkmirror label, clear and dump: verbs that work on labels directly.
+ * label refuses what would lose data (bm_label_write_new says what it found
+ * where); -f labels over existing data, never over a file system larger
+ * than the mirror.  clear and dump take several components, like gmirror.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -47,45 +52,62 @@ int cmd_label(int argc, char **argv)
 	struct bm_label_params p = {.balance = BM_BALANCE_STREAM, .slice = 4096};
 	char *paths[BM_MAX_COMPONENTS];
 	const char *name;
-	int opt, n, rc;
+	int opt, n, rc, status;
 
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+nb:s:h")) != -1) {
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "label", "fnb:s:", NULL,
+	                         &status)) != -1) {
 		switch (opt) {
+		case 'f':
+			p.force = true;
+			break;
 		case 'n':
 			p.no_sync = true;
 			break;
 		case 'b':
-			if (parse_balance_arg(optarg, &p.balance))
-				return 1;
+			if ((rc = parse_balance_arg(optarg, &p.balance)))
+				return rc;
 			break;
 		case 's':
-			if (parse_slice_arg(optarg, &p.slice))
-				return 1;
+			if ((rc = parse_slice_arg(optarg, &p.slice)))
+				return rc;
 			break;
 		default:
-			return cli_fail("usage: blkmirror label [-n] [-b ALGORITHM] "
-			                "[-s SLICE] NAME COMPONENT...");
+			return status;
 		}
 	}
 	if (argc - optind < 2)
-		return cli_fail("usage: blkmirror label [-n] [-b ALGORITHM] "
-		                "[-s SLICE] NAME COMPONENT...");
+		return cli_usage_of("label");
 	name = argv[optind++];
+	if (!bm_name_valid(name))
+		return cli_usage("invalid mirror name '%s': use 1 to %d of letters, "
+		                 "digits, '.', '_' and '-', not starting with '.' "
+		                 "or '-'", name, BM_NAME_MAX);
 	n = argc - optind;
 	if (n > BM_MAX_COMPONENTS)
-		return cli_fail("a mirror has at most %d components, not %d",
-		                BM_MAX_COMPONENTS, n);
+		return cli_usage("a mirror has at most %d components, not %d",
+		                 BM_MAX_COMPONENTS, n);
 	rc = refuse_existing(name);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
 		paths[i] = canonical(argv[optind + i]);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < i; k++)
+			if (strcmp(paths[i], paths[k]) == 0) {
+				rc = cli_fail("%s and %s are the same disk (%s)",
+				              argv[optind + k], argv[optind + i],
+				              paths[i]);
+				goto out;
+			}
 	if (bm_label_write_new(name, (const char *const *)paths, (size_t)n,
 	                       &p) < 0) {
 		rc = cli_fail("%s", bm_last_error());
 		goto out;
 	}
+	/* -f may have taken a component from another mirror's list. */
+	for (int i = 0; p.force && i < n; i++)
+		state_forget_component(paths[i]);
 	int err = state_write_components(name, paths, (size_t)n);
 	if (err < 0)
 		rc = cli_fail("labels written, but cannot record the mirror in "
@@ -98,11 +120,14 @@ out:
 
 int cmd_clear(int argc, char **argv)
 {
-	int rc = 0;
+	int opt, rc = 0, status;
 
-	if (argc < 2)
-		return cli_fail("usage: blkmirror clear COMPONENT...");
-	for (int i = 1; i < argc; i++) {
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "clear", "", NULL, &status)) != -1)
+		return status;
+	if (argc - optind < 1)
+		return cli_usage_of("clear");
+	for (int i = optind; i < argc; i++) {
 		char *p = canonical(argv[i]);
 		if (bm_label_clear(p) < 0) {
 			rc = cli_fail("%s", bm_last_error());
@@ -118,11 +143,20 @@ int cmd_clear(int argc, char **argv)
 int cmd_dump(int argc, char **argv)
 {
 	char buf[4096];
+	int opt, rc = 0, status;
 
-	if (argc != 2)
-		return cli_fail("usage: blkmirror dump COMPONENT");
-	if (bm_label_dump(argv[1], buf, sizeof(buf)) < 0)
-		return cli_fail("%s", bm_last_error());
-	printf("Metadata on %s:\n%s", argv[1], buf);
-	return 0;
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "dump", "", NULL, &status)) != -1)
+		return status;
+	if (argc - optind < 1)
+		return cli_usage_of("dump");
+	for (int i = optind; i < argc; i++) {
+		if (bm_label_dump(argv[i], buf, sizeof(buf)) < 0) {
+			rc = cli_fail("%s", bm_last_error());
+			continue;
+		}
+		printf("%sMetadata on %s:\n%s", i > optind ? "\n" : "", argv[i],
+		       buf);
+	}
+	return rc;
 }

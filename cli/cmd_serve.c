@@ -107,7 +107,11 @@ int cmd_serve(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "S:T:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S': sock = optarg; break;
-		case 'T': tcp = optarg; break;
+		case 'T':
+			tcp = optarg;
+			if (parse_tcp_arg(tcp)) /* labelsafe: exit 2 for a bad port */
+				return EXIT_USAGE;
+			break;
 		case 'R':
 			if (parse_size(optarg, &readahead) < 0 ||
 			    readahead > (64ull << 30))

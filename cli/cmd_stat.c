@@ -152,18 +152,17 @@ int cmd_stat(int argc, char **argv)
 	double interval = 1.0;
 	bool deletes = false, json = false;
 	long count = -1;
-	int opt;
+	int opt, status;
 	struct sample a, b;
-	const char *usage = "usage: blkmirror stat NAME [-I INTERVAL] [-d] "
-	                    "[-b] [-c COUNT] [--json]";
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "I:dbc:", longopts, NULL)) != -1) {
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "stat", "I:dbc:", longopts,
+	                         &status)) != -1) {
 		switch (opt) {
 		case 'I':
 			if (parse_interval(optarg, &interval) < 0)
-				return cli_fail("interval '%s' is not a time from 10ms "
-				                "to 3600s (e.g. 1s, 500ms)", optarg);
+				return cli_usage("interval '%s' is not a time from 10ms "
+				                 "to 3600s (e.g. 1s, 500ms)", optarg);
 			break;
 		case 'd': deletes = true; break;
 		case 'b': count = 1; break;
@@ -172,22 +171,30 @@ int cmd_stat(int argc, char **argv)
 			char *end;
 			count = strtol(optarg, &end, 10);
 			if (*end || count < 1)
-				return cli_fail("count '%s' is not a positive number",
-				                optarg);
+				return cli_usage("count '%s' is not a positive number",
+				                 optarg);
 			break;
 		}
 		default:
-			return cli_fail("%s", usage);
+			return status;
 		}
 	}
 	if (argc - optind != 1)
-		return cli_fail("%s", usage);
+		return cli_usage_of("stat");
 	const char *name = argv[optind];
 	if (!bm_name_valid(name))
-		return cli_fail("invalid mirror name '%s'", name);
+		return cli_usage("invalid mirror name '%s'", name);
 	int err = take(name, &a);
-	if (err == -ENOENT)
-		return cli_fail("mirror '%s' is not running", name);
+	if (err == -ENOENT) {
+		char **paths;
+		size_t n;
+		if (state_read_components(name, &paths, &n) < 0)
+			return cli_fail("no mirror named '%s' ('blkmirror list' "
+			                "shows them)", name);
+		state_free(paths, n);
+		return cli_fail("mirror '%s' is not running; start it with "
+		                "'blkmirror serve %s'", name, name);
+	}
 	if (err < 0)
 		return cli_fail("%s: %s", name, strerror(-err));
 	bool tty = isatty(STDOUT_FILENO) && !json;

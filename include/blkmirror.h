@@ -50,13 +50,17 @@ struct bm_label_params {
 	int balance;        /* enum bm_balance */
 	uint32_t slice;     /* split slice in bytes (power of two, >= 512) */
 	bool no_sync;       /* -n: components are known identical; skip sync */
+	bool force;         /* -f: label over file systems, partition tables, other mirrors' labels */
 };
 
 /*
  * Writes a label for a new mirror NAME onto each component.  The first
  * component is the synchronization source; the others start SYNCHRONIZING
  * unless params->no_sync.  Refuses (without writing anything) if a component
- * cannot be opened, is too small, or appears twice.
+ * cannot be opened, is too small, or appears twice; if one holds data (a
+ * file system, partition table, RAID/LVM signature, another mirror's label)
+ * unless params->force; and always if the mirror would be smaller than a
+ * file system it keeps (on the first component, or on any with no_sync).
  */
 int bm_label_write_new(const char *name, const char *const *paths, size_t n,
                        const struct bm_label_params *params);

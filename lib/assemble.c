@@ -27,6 +27,7 @@
 
 #include "error.h"
 #include "mirror.h"
+#include "probe.h"
 
 static uint64_t random_id(void)
 {
@@ -116,6 +117,50 @@ static void close_all(struct bm_backend **be, size_t n)
 			be[i]->ops->close(be[i]);
 }
 
+/*
+ * What label must not destroy: another mirror's label, a file system, a
+ * partition table, a RAID or LVM signature (refused unless p->force), and a
+ * file system larger than the mirror that would carry it (always refused:
+ * the label and its reserved MiB take the file system's last blocks).
+ * Kept components are the first (the sync source) or, with no_sync, all.
+ */
+static int refuse_existing_data(struct bm_backend **be,
+                                const char *const *paths, size_t n,
+                                const struct bm_label_params *p,
+                                uint64_t data_size)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool kept = i == 0 || p->no_sync;
+		struct bm_content c;
+		struct bm_label l;
+		int err = read_label(be[i], &l);
+
+		if (err == 0 && !p->force)
+			return bm_error(EEXIST, "%s: already a component of mirror "
+			                "'%s'; run 'blkmirror clear %s' first (or "
+			                "label -f)", paths[i], l.name, paths[i]);
+		if (err < 0)
+			bm_error_clear(); /* none, or damaged: overwritten */
+		err = bm_probe_content(be[i], &c);
+		if (err < 0)
+			return err;
+		if (kept && c.fs_bytes > data_size)
+			return bm_error(ENOSPC, "%s: its %s file system (%" PRIu64
+			                " bytes) is %" PRIu64 " bytes larger than the "
+			                "mirror would be (%" PRIu64 " bytes: the last "
+			                "MiB of each component holds blkmirror's "
+			                "metadata); shrink the file system first or use "
+			                "larger components", paths[i], c.fs_kind,
+			                c.fs_bytes, c.fs_bytes - data_size, data_size);
+		if (err > 0 && !p->force)
+			return bm_error(EEXIST, "%s: holds %s, which %s; label -f "
+			                "to go ahead", paths[i], c.what, kept
+			                ? "would become the mirror's data"
+			                : "the initial sync would overwrite");
+	}
+	return 0;
+}
+
 int bm_label_write_new(const char *name, const char *const *paths, size_t n,
                        const struct bm_label_params *p)
 {
@@ -137,7 +182,8 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		return bm_error(EINVAL, "slice %u is not a power of two from 512 "
 		                "to %u", p->slice, BM_MAX_IO);
 	size_t dup_a, dup_b;
-	if (find_same(paths, n, &dup_a, &dup_b))
+	if (find_same(paths, n, &dup_a, &dup_b) ||
+	    bm_probe_same_identity(paths, n, &dup_a, &dup_b))
 		return bm_error(EINVAL, "%s and %s are the same disk",
 		                paths[dup_a], paths[dup_b]);
 	for (size_t i = 0; i < n; i++) {
@@ -156,19 +202,19 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 				               paths[k], paths[i]);
 				goto out;
 			}
-		err = read_label(be[i], &l);
-		if (err == 0) {
-			err = bm_error(EEXIST, "%s: already a component of mirror "
-			               "'%s'; run 'blkmirror clear %s' first",
-			               paths[i], l.name, paths[i]);
-			goto out;
-		}
-		if (err != -ENOENT)
-			bm_error_clear(); /* a damaged label is overwritten */
-		err = 0;
 		if (bm_data_area(be[i]->size) < data_size)
 			data_size = bm_data_area(be[i]->size);
 	}
+	err = refuse_existing_data(be, paths, n, p, data_size);
+	if (err < 0)
+		goto out;
+	err = bm_probe_same_content(be, n, &dup_a, &dup_b);
+	if (err > 0)
+		err = bm_error(EINVAL, "%s and %s are the same disk (a block "
+		               "written through one was read back through the "
+		               "other)", paths[dup_a], paths[dup_b]);
+	if (err < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		memset(&l, 0, sizeof(l));
 		l.version = BM_LABEL_VERSION;

@@ -28,6 +28,7 @@
 #define BM_LABEL_USED 512u              /* bytes covered by the crc */
 #define BM_META_SIZE (1024u * 1024u)    /* label + bitmap room at the end */
 #define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
+#define BM_IDPROBE_FROM_END BM_META_SIZE /* label borrows the 4 KiB at S - 1 MiB (first of the reserved area) for its same-disk check, then restores it */
 #define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
 #define BM_LABEL_VERSION 1u
 

@@ -379,6 +379,10 @@ static int listen_tcp(const char *hostport, int *out)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
+	/* getaddrinfo takes port 0 ("any") and wraps 65536 to 0 */
+	if (strlen(port) > 5 || atoi(port) < 1 || atoi(port) > 65535)
+		return bm_error(EINVAL, "--tcp %s: the port must be a number from "
+		                "1 to 65535", hostport);
 	rc = getaddrinfo(host, port, &hints, &ai);
 	if (rc != 0)
 		return bm_error(EINVAL, "--tcp %s: %s", hostport, gai_strerror(rc));

@@ -1,5 +1,5 @@
-# Wrong arguments of every kind: one-line error, exit status 1, and nothing
-# on any component changes.
+# Wrong arguments of every kind: one-line error, exit status 1 (2 for a
+# wrong command line), and nothing on any component changes.
 . "$(dirname "$0")/lib.sh"
 mkimg 16 a b c
 mkimg 1 tiny
@@ -7,15 +7,15 @@ mkdir "$T/dir"
 bm label m0 "$T/a" "$T/b"
 before=$(cat "$T/a" "$T/b" "$T/c" | sha256sum)
 
-expect_error "unknown verb"                bm frobnicate
-expect_error "usage: blkmirror label"      bm label
-expect_error "usage: blkmirror label"      bm label m1
-expect_error "invalid mirror name"         bm label 'bad/name' "$T/c"
-expect_error "invalid mirror name"         bm label -- '-x' "$T/c"
-expect_error "invalid mirror name"         bm label 0123456789012345678901234567890123 "$T/c"
-expect_error "unknown balance algorithm"   bm label -b fastest m1 "$T/c"
-expect_error "slice .* power of two"       bm label -s 1000 m1 "$T/c"
-expect_error "slice .* power of two"       bm label -s -4k m1 "$T/c"
+expect_usage "unknown verb"                bm frobnicate
+expect_usage "usage: blkmirror label"      bm label
+expect_usage "usage: blkmirror label"      bm label m1
+expect_usage "invalid mirror name"         bm label 'bad/name' "$T/c"
+expect_usage "invalid mirror name"         bm label -- '-x' "$T/c"
+expect_usage "invalid mirror name"         bm label 0123456789012345678901234567890123 "$T/c"
+expect_usage "unknown balance algorithm"   bm label -b fastest m1 "$T/c"
+expect_usage "slice .* power of two"       bm label -s 1000 m1 "$T/c"
+expect_usage "slice .* power of two"       bm label -s -4k m1 "$T/c"
 expect_error "no such file"                bm label m1 "$T/c" "$T/missing"
 expect_error "is a directory"              bm label m1 "$T/dir"
 expect_error "not a regular file or block" bm label m1 /dev/null
@@ -29,8 +29,8 @@ expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
 expect_error "usage: blkmirror serve"      bm serve m0
 expect_error "usage: blkmirror serve"      bm serve --socket "$T/s"
 expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
-expect_error "HOST:PORT"                   bm serve m0 --tcp 12a45
-expect_error "HOST:PORT"                   bm serve m0 --tcp localhost:
+expect_usage "HOST:PORT"                   bm serve m0 --tcp 12a45
+expect_usage "HOST:PORT"                   bm serve m0 --tcp localhost:
 expect_error "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead lots
 expect_error "too long"                    bm serve m0 --socket "$T/$(printf 'x%.0s' $(seq 1 120))"
 expect_error "has no blkmirror label"      bm dump "$T/c"

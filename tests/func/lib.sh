@@ -54,6 +54,18 @@ expect_error() {
   echo "ok: $* -> $out"
 }
 
+# Runs a command that must be refused as a wrong command line: exit status
+# 2 and exactly one line matching the pattern.
+expect_usage() {
+  local pattern=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ $rc -eq 2 ] || fail "'$*' exited $rc, want 2 (output: $out)"
+  echo "$out" | grep -qE "$pattern" || fail "'$*' said '$out', want /$pattern/"
+  [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "'$*' said more than one line: $out"
+  echo "ok: $* -> $out"
+}
+
 # Creates sparse image files of the given size (MiB): mkimg 64 a b
 mkimg() {
   local size=$1; shift

@@ -6,10 +6,11 @@ need jq
 mkimg 64 a b
 bm label -n m0 "$T/a" "$T/b"
 serve m0
-expect_error "not running" bm stat nope2 -b
+expect_error "no mirror named 'nope2'" bm stat nope2 -b
 mkdir -p "$BLKMIRROR_STATE_DIR"; : > "$BLKMIRROR_STATE_DIR/nope2.components"
-expect_error "interval" bm stat m0 -I 0
-expect_error "usage" bm stat
+expect_error "mirror 'nope2' is not running" bm stat nope2 -b
+expect_usage "interval" bm stat m0 -I 0
+expect_usage "usage" bm stat
 fio --name=r --ioengine=nbd --uri="$(uri m0)" --rw=randread --bs=4k --iodepth=4 \
     --size=60M --runtime=3 --time_based >/dev/null 2>&1 &
 fpid=$!
