@@ -51,9 +51,12 @@
 #include "nbd_proto.h"
 #include "nbd_server.h"
 
-/* Budget charge of any request, on top of its data: its bookkeeping, so
- * that a flood of FLUSHes is bounded too. */
+/* Budget charge of a request without data (its bookkeeping), so that a
+ * flood of FLUSHes is bounded too.  A request with data is charged its
+ * length rounded up to 4 KiB (its buffer's alignment), which covers its
+ * bookkeeping too. */
 #define REQUEST_OVERHEAD 256u
+#define DATA_CHARGE(len) (((len) + 4095u) & ~4095u)
 /* How often a reader waiting for budget looks whether it should give up. */
 #define BUDGET_POLL_MS 200
 
@@ -111,7 +114,7 @@ struct nreq {
 	struct bm_io io;
 	struct conn *c;
 	uint64_t cookie;
-	uint32_t charge;           /* budget held (data + overhead) */
+	uint32_t charge;           /* budget held (see DATA_CHARGE) */
 	uint16_t type;
 	uint8_t hdr[16];           /* the reply header */
 	uint32_t sent;             /* bytes of header + data already sent */
@@ -450,7 +453,7 @@ static void request_done(struct bm_io *io, int result)
 		uint32_t data = r->charge - REQUEST_OVERHEAD;
 		free(io->buf);
 		io->buf = NULL;
-		r->charge = REQUEST_OVERHEAD;
+		r->charge = REQUEST_OVERHEAD; /* until the reply is sent */
 		budget_give(&c->bytes, data);
 		budget_give(&c->srv->bytes, data);
 	}
@@ -483,7 +486,7 @@ static int take_budget(struct conn *c, uint32_t charge)
 static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
                                 uint32_t data_len)
 {
-	uint32_t charge = REQUEST_OVERHEAD + data_len;
+	uint32_t charge = data_len ? DATA_CHARGE(data_len) : REQUEST_OVERHEAD;
 	struct nreq *r;
 
 	if (take_budget(c, charge) < 0)
