@@ -59,6 +59,10 @@
 #define DATA_CHARGE(len) (((len) + 4095u) & ~4095u)
 /* How often a reader waiting for budget looks whether it should give up. */
 #define BUDGET_POLL_MS 200
+/* When the server stops, a client not reading its replies gets this long
+ * (at most) before its connection is dropped; the writer looks this often. */
+#define STOP_REPLY_GRACE_MS 3000
+#define WRITER_POLL_MS 1000
 
 /*
  * Bytes in flight against a cap.  take() is one compare-and-swap when there
@@ -389,11 +393,13 @@ static void reply_fill(struct nreq *r, uint32_t nbd_err, uint32_t data_len)
 static void *writer_main(void *arg)
 {
 	struct conn *c = arg;
-	const uint64_t limit_ns =
-	        (uint64_t)c->srv->limits.reply_timeout_ms * 1000000ull;
+	int limit_ms = c->srv->limits.reply_timeout_ms;
 
 	pthread_mutex_lock(&c->send_lock);
 	for (;;) {
+		if (atomic_load(&c->srv->stopping) && limit_ms > STOP_REPLY_GRACE_MS)
+			limit_ms = STOP_REPLY_GRACE_MS;
+		uint64_t limit_ns = (uint64_t)limit_ms * 1000000ull;
 		if (atomic_load(&c->dead))
 			while (c->q_head) {
 				struct nreq *r = c->q_head;
@@ -425,12 +431,14 @@ static void *writer_main(void *arg)
 		} else if (now - c->last_progress_ns >= limit_ns) {
 			fprintf(stderr, "blkmirror: an NBD client has not read its "
 			        "replies for %d ms: closing its connection\n",
-			        c->srv->limits.reply_timeout_ms);
+			        limit_ms);
 			conn_kill_locked(c);
 			continue;
 		}
 		uint64_t wait_ms = (limit_ns - (now - c->last_progress_ns))
 		                   / 1000000ull + 1;
+		if (wait_ms > WRITER_POLL_MS)
+			wait_ms = WRITER_POLL_MS; /* to notice a stop */
 		pthread_mutex_unlock(&c->send_lock);
 		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
 		poll(&pfd, 1, (int)wait_ms);

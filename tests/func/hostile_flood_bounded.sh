@@ -45,4 +45,14 @@ timeout 10 qemu-io -f raw -r "$(uri m0)" -c 'read -P 0x6b 1M 1M' | grep -q "read
   fail "not served after the flooder left"
 r=$(rss_mib)
 echo "server RSS after: $r MiB"
+
+# A flooder still connected does not keep the server from stopping.
+"$TEST_TOOLS/nbd_hostile" "$T/m0.sock" m0 flood 100 $((32 * MIB)) >"$T/flood2.out" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 1 600); do
+  grep -q "replies pending" "$T/flood2.out" && break
+  sleep 0.1
+done
+start=$SECONDS
 stop m0
+[ $((SECONDS - start)) -lt 20 ] || fail "stopping took $((SECONDS - start)) s with a flooder connected"
