@@ -1,16 +1,31 @@
 /*
  * NBD listener and transmission phase.
  *
- * One accept thread per server; one reader thread per connection.  The
- * reader decodes a request, reads its payload, and hands it to the mirror;
- * the reply is sent by whichever backend thread completes it, under the
- * connection's send lock, so replies go out in completion order.  A
- * connection is freed when its reader has stopped and its last in-flight
- * request has replied (a reference count).
+ * One accept thread per server; per connection, a reader thread and a
+ * writer thread.  The reader decodes a request, waits for room in the
+ * connection's and the server's budget of bytes in flight, allocates its
+ * buffer, reads its payload, and hands it to the mirror.
+ *
+ * Replies: the thread that completes a request (a backend's completion
+ * thread) sends the reply at once with MSG_DONTWAIT when nothing is queued
+ * before it and the socket takes it all, which is the common case and costs
+ * no thread wake-up.  Otherwise the reply (or what is left of it) joins the
+ * connection's queue, and the writer thread, asleep until then, finishes
+ * the queue as the socket drains.  So a client that stops reading blocks no
+ * backend thread: its replies pile up in its own queue (bounded by its
+ * budget), and when they make no progress for reply_timeout_ms the
+ * connection is closed and the queue dropped.  A read's buffer is freed
+ * when its reply has been sent; a write's when the write completes.
+ *
+ * A connection is freed when both its reader and its writer have stopped;
+ * the writer stops only when the reader has and no request is pending, so
+ * a completion never finds its connection gone.
  *
  * Hostile input: a bad magic, or a write whose payload we will not read,
  * ends the connection; anything else wrong gets an error reply and the
  * connection goes on.  One connection's failure never touches another.
+ * Every socket is shut down (SHUT_RDWR) before it is closed, so the client
+ * sees an end of stream even if another thread still holds the descriptor.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -28,6 +43,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -35,7 +51,31 @@
 #include "nbd_proto.h"
 #include "nbd_server.h"
 
-#define REPLY_SEND_TIMEOUT_S 30
+/* Budget charge of a request without data (its bookkeeping), so that a
+ * flood of FLUSHes is bounded too.  A request with data is charged its
+ * length rounded up to 4 KiB (its buffer's alignment), which covers its
+ * bookkeeping too. */
+#define REQUEST_OVERHEAD 256u
+#define DATA_CHARGE(len) (((len) + 4095u) & ~4095u)
+/* How often a reader waiting for budget looks whether it should give up. */
+#define BUDGET_POLL_MS 200
+/* When the server stops, a client not reading its replies gets this long
+ * (at most) before its connection is dropped; the writer looks this often. */
+#define STOP_REPLY_GRACE_MS 3000
+#define WRITER_POLL_MS 1000
+
+/*
+ * Bytes in flight against a cap.  take() is one compare-and-swap when there
+ * is room; it waits on the condition only when there is none.  give()
+ * takes the lock only when someone waits.
+ */
+struct budget {
+	_Atomic uint64_t used;
+	uint64_t cap;
+	atomic_int waiters;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
 
 struct bm_nbd_server {
 	bm_mirror *m;
@@ -47,28 +87,169 @@ struct bm_nbd_server {
 	int wake_pipe[2];
 	pthread_t accept_thread;
 	bool running;
+	atomic_bool stopping;
+	struct bm_nbd_limits limits;
+	struct budget bytes;      /* all connections */
 	pthread_mutex_t lock;     /* protects conns and nconns */
 	pthread_cond_t cond;
 	struct conn *conns;
 	int nconns;
 };
 
+struct nreq;
+
 struct conn {
 	struct bm_nbd_server *srv;
 	int fd;
-	pthread_mutex_t send_lock; /* one reply at a time on fd */
-	atomic_int refs;           /* reader + in-flight requests */
-	atomic_bool dead;
+	atomic_int refs;           /* reader + writer */
+	atomic_bool dead;          /* replies can no longer be sent */
+	struct budget bytes;
+	atomic_int pending;        /* requests whose reply is not finished */
+	pthread_mutex_t send_lock; /* fd writes, the queue, reader_done */
+	pthread_cond_t send_cond;  /* the writer waits for work */
+	struct nreq *q_head, *q_tail; /* replies waiting for the socket */
+	uint64_t last_progress_ns; /* queue non-empty: when bytes last went */
+	bool reader_done;
 	struct conn *next;         /* srv->lock */
-	pthread_t thread;
+	pthread_t thread, writer;
 };
 
 struct nreq {
 	struct bm_io io;
 	struct conn *c;
 	uint64_t cookie;
+	uint32_t charge;           /* budget held (see DATA_CHARGE) */
 	uint16_t type;
+	uint8_t hdr[16];           /* the reply header */
+	uint32_t sent;             /* bytes of header + data already sent */
+	uint32_t data_len;         /* data bytes in the reply */
+	struct nreq *next;         /* the send queue */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- budgets ---- */
+
+static void budget_init(struct budget *b, uint64_t cap)
+{
+	atomic_init(&b->used, 0);
+	atomic_init(&b->waiters, 0);
+	b->cap = cap;
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static void budget_destroy(struct budget *b)
+{
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->cond);
+}
+
+/* Takes n if it fits (or if nothing is held: one request larger than the
+ * cap runs alone). */
+static bool budget_try(struct budget *b, uint64_t n)
+{
+	uint64_t old = atomic_load(&b->used);
+
+	while (old == 0 || old + n <= b->cap)
+		if (atomic_compare_exchange_weak(&b->used, &old, old + n))
+			return true;
+	return false;
+}
+
+/* Waits until n fits; false when give_up() says so first. */
+static bool budget_take(struct budget *b, uint64_t n,
+                        bool (*give_up)(void *), void *arg)
+{
+	bool ok;
+
+	if (budget_try(b, n))
+		return true;
+	pthread_mutex_lock(&b->lock);
+	atomic_fetch_add(&b->waiters, 1);
+	while (!(ok = budget_try(b, n)) && !give_up(arg)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += BUDGET_POLL_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+	}
+	atomic_fetch_sub(&b->waiters, 1);
+	pthread_mutex_unlock(&b->lock);
+	return ok;
+}
+
+static void budget_give(struct budget *b, uint64_t n)
+{
+	if (n == 0)
+		return;
+	atomic_fetch_sub(&b->used, n);
+	if (atomic_load(&b->waiters) > 0) {
+		pthread_mutex_lock(&b->lock);
+		pthread_cond_broadcast(&b->cond);
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* ---- limits ---- */
+
+static int env_ms(const char *name, int def)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+
+	if (!e || !*e)
+		return def;
+	v = strtol(e, &end, 10);
+	if (*end || v <= 0 || v > 24L * 3600 * 1000) {
+		fprintf(stderr, "blkmirror: ignoring %s='%s' (not a number of "
+		        "milliseconds)\n", name, e);
+		return def;
+	}
+	return (int)v;
+}
+
+void bm_nbd_limits_default(struct bm_nbd_limits *l)
+{
+	l->conn_bytes = 64ull << 20;
+	l->server_bytes = 256ull << 20;
+	l->max_conns = 128;
+	l->negotiate_ms = env_ms("BLKMIRROR_NEGOTIATE_TIMEOUT_MS", 10000);
+	l->reply_timeout_ms = env_ms("BLKMIRROR_REPLY_TIMEOUT_MS", 30000);
+}
+
+int bm_nbd_server_set_limits(struct bm_nbd_server *s,
+                             const struct bm_nbd_limits *l)
+{
+	if (s->running)
+		return bm_error(EBUSY, "the NBD server limits are set before it runs");
+	if (l->conn_bytes == 0 || l->server_bytes == 0)
+		return bm_error(EINVAL, "the bytes in flight per connection and per "
+		                "server must be above 0");
+	if (l->max_conns <= 0)
+		return bm_error(EINVAL, "the connection limit must be at least 1");
+	if (l->negotiate_ms <= 0 || l->reply_timeout_ms <= 0)
+		return bm_error(EINVAL, "the negotiation and reply timeouts must be "
+		                "above 0 ms");
+	s->limits = *l;
+	s->bytes.cap = l->server_bytes;
+	return 0;
+}
+
+/* ---- connections and replies ---- */
 
 static void conn_put(struct conn *c)
 {
@@ -84,8 +265,11 @@ static void conn_put(struct conn *c)
 	s->nconns--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
+	shutdown(c->fd, SHUT_RDWR);
 	close(c->fd);
 	pthread_mutex_destroy(&c->send_lock);
+	pthread_cond_destroy(&c->send_cond);
+	budget_destroy(&c->bytes);
 	free(c);
 }
 
@@ -96,7 +280,7 @@ static uint32_t errno_to_nbd(int err)
 	case EPERM: case EROFS: return NBD_EPERM;
 	case ENOMEM: return NBD_ENOMEM;
 	case EINVAL: return NBD_EINVAL;
-	case ENOSPC: return NBD_ENOSPC;
+	case ENOSPC: case EDQUOT: return NBD_ENOSPC;
 	case EOVERFLOW: return NBD_EOVERFLOW;
 	case ENOTSUP: return NBD_ENOTSUP;
 	case ESHUTDOWN: return NBD_ESHUTDOWN;
@@ -104,83 +288,245 @@ static uint32_t errno_to_nbd(int err)
 	}
 }
 
-/* Sends a reply header and its data in one system call when it can. */
-static int send_two(int fd, const void *a, size_t alen, const void *b,
-                    size_t blen)
+/* Gives back what a request held and frees it; its reply is finished (sent
+ * or dropped).  Caller holds send_lock. */
+static void reply_finished_locked(struct conn *c, struct nreq *r)
 {
-	struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
-	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = blen ? 2 : 1};
-	ssize_t n;
-
-	do {
-		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= alen + blen)
-		return 0;
-	/* A short send: finish with plain writes. */
-	if ((size_t)n < alen) {
-		int err = bm_write_full(fd, (const char *)a + n, alen - (size_t)n);
-		return err ? err : (blen ? bm_write_full(fd, b, blen) : 0);
-	}
-	return bm_write_full(fd, (const char *)b + (n - (ssize_t)alen),
-	                     blen - (size_t)(n - (ssize_t)alen));
+	budget_give(&c->bytes, r->charge);
+	budget_give(&c->srv->bytes, r->charge);
+	free(r->io.buf);
+	free(r);
+	if (atomic_fetch_sub(&c->pending, 1) == 1 && c->reader_done)
+		pthread_cond_signal(&c->send_cond);
 }
 
-static void send_reply(struct conn *c, uint64_t cookie, uint32_t nbd_err,
-                       const void *data, uint32_t len)
+/* The client cannot be answered any more: end the connection.  The writer
+ * drops the queue; the reader sees the end of its stream.  Caller holds
+ * send_lock. */
+static void conn_kill_locked(struct conn *c)
 {
-	uint8_t hdr[16];
-	uint32_t v = htobe32(NBD_SIMPLE_REPLY_MAGIC);
-	uint64_t ck = htobe64(cookie);
+	if (atomic_exchange(&c->dead, true))
+		return;
+	shutdown(c->fd, SHUT_RDWR);
+	pthread_cond_signal(&c->send_cond);
+}
 
-	memcpy(hdr, &v, 4);
-	v = htobe32(nbd_err);
-	memcpy(hdr + 4, &v, 4);
-	memcpy(hdr + 8, &ck, 8);
+/* Sends what is left of r's reply without blocking: 1 when it is all sent,
+ * 0 when the socket is full, -errno when the connection is broken. */
+static int reply_push(struct conn *c, struct nreq *r)
+{
+	uint32_t total = sizeof(r->hdr) + r->data_len;
+
+	while (r->sent < total) {
+		struct iovec iov[2];
+		int n_iov = 0;
+		if (r->sent < sizeof(r->hdr))
+			iov[n_iov++] = (struct iovec){r->hdr + r->sent,
+			                              sizeof(r->hdr) - r->sent};
+		if (r->data_len) {
+			uint32_t dsent = r->sent > sizeof(r->hdr)
+			                 ? r->sent - (uint32_t)sizeof(r->hdr) : 0;
+			iov[n_iov++] = (struct iovec){(char *)r->io.buf + dsent,
+			                              r->data_len - dsent};
+		}
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		r->sent += (uint32_t)n;
+	}
+	return 1;
+}
+
+/* Sends r's reply now if the socket takes it, else queues it for the
+ * writer.  Any thread. */
+static void reply_send(struct conn *c, struct nreq *r)
+{
 	pthread_mutex_lock(&c->send_lock);
-	if (!atomic_load(&c->dead)) {
-		int err = send_two(c->fd, hdr, sizeof(hdr), data, len);
-		if (err < 0) {
-			atomic_store(&c->dead, true);
-			shutdown(c->fd, SHUT_RDWR); /* wakes the reader */
+	if (atomic_load(&c->dead)) {
+		reply_finished_locked(c, r);
+	} else if (c->q_head) {
+		c->q_tail->next = r;
+		c->q_tail = r;
+	} else {
+		int rc = reply_push(c, r);
+		if (rc == 1) {
+			reply_finished_locked(c, r);
+		} else if (rc < 0) {
+			conn_kill_locked(c);
+			reply_finished_locked(c, r);
+		} else {
+			r->next = NULL;
+			c->q_head = c->q_tail = r;
+			c->last_progress_ns = now_ns();
+			pthread_cond_signal(&c->send_cond);
 		}
 	}
 	pthread_mutex_unlock(&c->send_lock);
+}
+
+static void reply_fill(struct nreq *r, uint32_t nbd_err, uint32_t data_len)
+{
+	uint32_t v = htobe32(NBD_SIMPLE_REPLY_MAGIC);
+	uint64_t ck = htobe64(r->cookie);
+
+	memcpy(r->hdr, &v, 4);
+	v = htobe32(nbd_err);
+	memcpy(r->hdr + 4, &v, 4);
+	memcpy(r->hdr + 8, &ck, 8);
+	r->sent = 0;
+	r->data_len = data_len;
+	r->next = NULL;
+}
+
+/*
+ * The per-connection writer: sleeps until a reply is queued, then sends
+ * the queue as the socket drains.  No progress for reply_timeout_ms ends
+ * the connection.  Stops when the reader has stopped and every request has
+ * finished its reply.
+ */
+static void *writer_main(void *arg)
+{
+	struct conn *c = arg;
+	int limit_ms = c->srv->limits.reply_timeout_ms;
+
+	pthread_mutex_lock(&c->send_lock);
+	for (;;) {
+		if (atomic_load(&c->srv->stopping) && limit_ms > STOP_REPLY_GRACE_MS)
+			limit_ms = STOP_REPLY_GRACE_MS;
+		uint64_t limit_ns = (uint64_t)limit_ms * 1000000ull;
+		if (atomic_load(&c->dead))
+			while (c->q_head) {
+				struct nreq *r = c->q_head;
+				c->q_head = r->next;
+				reply_finished_locked(c, r);
+			}
+		if (!c->q_head) {
+			if (c->reader_done && atomic_load(&c->pending) == 0)
+				break;
+			pthread_cond_wait(&c->send_cond, &c->send_lock);
+			continue;
+		}
+		struct nreq *head = c->q_head;
+		uint32_t sent_before = head->sent;
+		int rc = reply_push(c, head);
+		if (rc < 0) {
+			conn_kill_locked(c);
+			continue;
+		}
+		uint64_t now = now_ns();
+		if (rc == 1) {
+			c->q_head = head->next;
+			c->last_progress_ns = now;
+			reply_finished_locked(c, head);
+			continue;
+		}
+		if (head->sent != sent_before) {
+			c->last_progress_ns = now;
+		} else if (now - c->last_progress_ns >= limit_ns) {
+			fprintf(stderr, "blkmirror: an NBD client has not read its "
+			        "replies for %d ms: closing its connection\n",
+			        limit_ms);
+			conn_kill_locked(c);
+			continue;
+		}
+		uint64_t wait_ms = (limit_ns - (now - c->last_progress_ns))
+		                   / 1000000ull + 1;
+		if (wait_ms > WRITER_POLL_MS)
+			wait_ms = WRITER_POLL_MS; /* to notice a stop */
+		pthread_mutex_unlock(&c->send_lock);
+		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+		poll(&pfd, 1, (int)wait_ms);
+		pthread_mutex_lock(&c->send_lock);
+	}
+	pthread_mutex_unlock(&c->send_lock);
+	conn_put(c);
+	return NULL;
 }
 
 static void request_done(struct bm_io *io, int result)
 {
 	struct nreq *r = (struct nreq *)io;
 	struct conn *c = r->c;
+	bool has_data = r->type == NBD_CMD_READ && result == 0 && io->length;
 
-	send_reply(c, r->cookie, errno_to_nbd(result), io->buf,
-	           (r->type == NBD_CMD_READ && result == 0) ? io->length : 0);
-	free(io->buf);
-	free(r);
-	conn_put(c);
+	if (!has_data && io->buf) {
+		/* A write's payload (or a failed read's buffer) is not needed
+		 * for the reply: give it back now. */
+		uint32_t data = r->charge - REQUEST_OVERHEAD;
+		free(io->buf);
+		io->buf = NULL;
+		r->charge = REQUEST_OVERHEAD; /* until the reply is sent */
+		budget_give(&c->bytes, data);
+		budget_give(&c->srv->bytes, data);
+	}
+	reply_fill(r, errno_to_nbd(result), has_data ? io->length : 0);
+	reply_send(c, r);
 }
 
-static int start_request(struct conn *c, const struct nbd_request *q)
+/* The reader gives up waiting for budget when the connection is dead or
+ * the server stops. */
+static bool reader_should_stop(void *arg)
 {
-	struct nreq *r = calloc(1, sizeof(*r));
-	void *buf = NULL;
-	int err;
+	struct conn *c = arg;
+	return atomic_load(&c->dead) || atomic_load(&c->srv->stopping);
+}
 
-	if (!r)
-		return -ENOMEM;
-	if ((q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE) && q->length &&
-	    posix_memalign(&buf, 4096, q->length)) {
+/* Waits for room for charge bytes in both budgets. */
+static int take_budget(struct conn *c, uint32_t charge)
+{
+	if (!budget_take(&c->bytes, charge, reader_should_stop, c))
+		return -ESHUTDOWN;
+	if (!budget_take(&c->srv->bytes, charge, reader_should_stop, c)) {
+		budget_give(&c->bytes, charge);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+/* A request with its budget taken (and its buffer, for reads and writes);
+ * NULL when the connection should end. */
+static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
+                                uint32_t data_len)
+{
+	uint32_t charge = data_len ? DATA_CHARGE(data_len) : REQUEST_OVERHEAD;
+	struct nreq *r;
+
+	if (take_budget(c, charge) < 0)
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (r && data_len && posix_memalign(&r->io.buf, 4096, data_len)) {
 		free(r);
-		return -ENOMEM;
+		r = NULL;
+	}
+	if (!r) {
+		budget_give(&c->bytes, charge);
+		budget_give(&c->srv->bytes, charge);
+		return NULL;
 	}
 	r->c = c;
 	r->cookie = q->cookie;
 	r->type = q->type;
+	r->charge = charge;
+	atomic_fetch_add(&c->pending, 1);
+	return r;
+}
+
+static int start_request(struct conn *c, const struct nbd_request *q)
+{
+	bool has_data = q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE;
+	struct nreq *r = new_request(c, q, has_data ? q->length : 0);
+	int err;
+
+	if (!r)
+		return -ENOMEM;
 	r->io.offset = q->offset;
 	r->io.length = q->length;
-	r->io.buf = buf;
 	r->io.flags = (q->flags & NBD_CMD_FLAG_FUA) ? BM_IO_FUA : 0;
 	r->io.done = request_done;
 	switch (q->type) {
@@ -191,21 +537,17 @@ static int start_request(struct conn *c, const struct nbd_request *q)
 	default: r->io.type = BM_IO_WRITE_ZEROES; break;
 	}
 	if (q->type == NBD_CMD_WRITE && q->length) {
-		err = bm_read_full(c->fd, buf, q->length);
+		err = bm_read_full(c->fd, r->io.buf, q->length);
 		if (err < 0) {
-			free(buf);
-			free(r);
+			pthread_mutex_lock(&c->send_lock);
+			reply_finished_locked(c, r);
+			pthread_mutex_unlock(&c->send_lock);
 			return err;
 		}
 	}
-	atomic_fetch_add(&c->refs, 1);
 	err = bm_mirror_submit(c->srv->m, &r->io);
-	if (err < 0) {
-		send_reply(c, q->cookie, errno_to_nbd(err), NULL, 0);
-		free(buf);
-		free(r);
-		conn_put(c);
-	}
+	if (err < 0)
+		request_done(&r->io, err);
 	return 0;
 }
 
@@ -239,11 +581,16 @@ static void transmission(struct conn *c)
 		                          &nbd_err, &payload)) {
 		case NBD_HANG_UP:
 			return;
-		case NBD_REPLY_ERROR:
+		case NBD_REPLY_ERROR: {
 			if (skip_payload(c->fd, payload) < 0)
 				return;
-			send_reply(c, q.cookie, nbd_err, NULL, 0);
+			struct nreq *r = new_request(c, &q, 0);
+			if (!r)
+				return;
+			reply_fill(r, nbd_err, 0);
+			reply_send(c, r);
 			continue;
+		}
 		case NBD_DO:
 			break;
 		}
@@ -257,33 +604,71 @@ static void transmission(struct conn *c)
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
+	struct bm_nbd_server *s = c->srv;
+	int rc = bm_nbd_negotiate_timed(c->fd, c->fd, &s->exp,
+	                                s->limits.negotiate_ms);
 
-	if (bm_nbd_negotiate(c->fd, c->fd, &c->srv->exp) == 1)
-		transmission(c);
+	if (rc == -ETIMEDOUT)
+		fprintf(stderr, "blkmirror: an NBD client did not finish "
+		        "negotiating in %d ms: closing its connection\n",
+		        s->limits.negotiate_ms);
+	if (rc == 1) {
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 << 10);
+		atomic_fetch_add(&c->refs, 1);
+		if (pthread_create(&c->writer, &attr, writer_main, c) == 0) {
+			transmission(c);
+		} else {
+			fprintf(stderr, "blkmirror: cannot start a thread for an NBD "
+			        "connection: closing it\n");
+			atomic_fetch_sub(&c->refs, 1);
+		}
+		pthread_attr_destroy(&attr);
+	}
 	shutdown(c->fd, SHUT_RD);
+	pthread_mutex_lock(&c->send_lock);
+	c->reader_done = true;
+	pthread_cond_signal(&c->send_cond);
+	pthread_mutex_unlock(&c->send_lock);
 	conn_put(c);
 	return NULL;
 }
 
+/* Closes a connection we will not serve. */
+static void refuse(int fd)
+{
+	shutdown(fd, SHUT_RDWR);
+	close(fd);
+}
+
 static void start_conn(struct bm_nbd_server *s, int fd)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c;
 	pthread_attr_t attr;
 	int one = 1;
 
-	if (!c) {
-		close(fd);
+	pthread_mutex_lock(&s->lock);
+	int n = s->nconns;
+	pthread_mutex_unlock(&s->lock);
+	if (n >= s->limits.max_conns) {
+		fprintf(stderr, "blkmirror: %d NBD connections already (the limit): "
+		        "closing a new one\n", n);
+		refuse(fd);
 		return;
 	}
-	/* A client that stops reading its replies must not hold a backend
-	 * thread forever: a reply that cannot be sent in this time ends the
-	 * connection. */
-	struct timeval send_limit = {REPLY_SEND_TIMEOUT_S, 0};
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof(send_limit));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		refuse(fd);
+		return;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->srv = s;
 	c->fd = fd;
 	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_cond_init(&c->send_cond, NULL);
+	budget_init(&c->bytes, s->limits.conn_bytes);
 	atomic_init(&c->refs, 1);
 	pthread_mutex_lock(&s->lock);
 	c->next = s->conns;
@@ -404,6 +789,7 @@ static int listen_tcp(const char *hostport, int *out)
 	return 0;
 }
 
+
 int bm_nbd_server_listen(const char *unix_path, const char *tcp,
                          struct bm_nbd_server **out)
 {
@@ -413,6 +799,8 @@ int bm_nbd_server_listen(const char *unix_path, const char *tcp,
 	if (!s)
 		return bm_error(ENOMEM, "out of memory");
 	s->wake_pipe[0] = s->wake_pipe[1] = -1;
+	bm_nbd_limits_default(&s->limits);
+	budget_init(&s->bytes, s->limits.server_bytes);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (unix_path) {
@@ -444,6 +832,7 @@ fail:
 		close(s->listen_fd[i]);
 	if (s->unix_path[0])
 		unlink(s->unix_path);
+	budget_destroy(&s->bytes);
 	free(s);
 	return err;
 }
@@ -473,11 +862,15 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 			perror("blkmirror: wake");
 		pthread_join(s->accept_thread, NULL);
 	}
-	for (int i = 0; i < s->nlisten; i++)
+	for (int i = 0; i < s->nlisten; i++) {
+		shutdown(s->listen_fd[i], SHUT_RDWR);
 		close(s->listen_fd[i]);
+	}
 	if (s->unix_path[0])
 		unlink(s->unix_path);
-	/* Stop reading new requests; in-flight ones still reply. */
+	/* Stop reading new requests (readers waiting for budget give up);
+	 * in-flight ones still reply. */
+	atomic_store(&s->stopping, true);
 	pthread_mutex_lock(&s->lock);
 	for (struct conn *c = s->conns; c; c = c->next)
 		shutdown(c->fd, SHUT_RD);
@@ -488,5 +881,6 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 	close(s->wake_pipe[1]);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
+	budget_destroy(&s->bytes);
 	free(s);
 }

@@ -14,10 +14,22 @@
  * plain system calls.  TRIM and WRITE_ZEROES are rare and run as synchronous
  * calls on the submitting thread in both modes.
  *
- * A FUA write is RWF_DSYNC; FLUSH is fdatasync.  TRIM punches a hole in a
- * file (reads return zeros on every component, so the mirror stays
- * identical); on a block device it is accepted and ignored, since a discarded
- * range may read back differently on each disk.
+ * A FUA write is RWF_DSYNC; FLUSH is fdatasync.  TRIM must leave every
+ * component reading the same bytes, so it zeroes: a file gets a hole
+ * punched; a block device gets fallocate(PUNCH_HOLE) on the device (the
+ * kernel issues WRITE ZEROES with unmap: reads return zeros), or BLKZEROOUT
+ * where the device cannot; edges not aligned to the logical block size are
+ * written with zeros.  A plain discard is not used: a discarded range may
+ * read back differently on each disk.
+ *
+ * Errors keep their errno (ENOSPC stays ENOSPC) up to the engine.
+ *
+ * abort() cancels what is in flight in the kernel (IORING_OP_ASYNC_CANCEL,
+ * best effort) or still queued in the pool, and makes later submits fail
+ * with ECONNABORTED; close() after abort() waits a bounded time, then leaves
+ * requests the kernel never gave back (and their memory) behind.  check()
+ * is a non-blocking look: a deleted file (link count 0) or a block device
+ * that is gone (no sysfs entry, or size 0: a detached loop device).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +55,8 @@
 #define POOL_THREADS 4
 #define DIRECT_ALIGN 4096u
 #define WAKE_TAG ((uint64_t)1) /* user_data of the NOP that stops the reaper */
+#define CANCEL_TAG ((uint64_t)2) /* user_data of abort()'s cancel request */
+#define ABORT_CLOSE_WAIT_MS 5000
 
 struct file_backend {
 	struct bm_backend base;
@@ -50,6 +64,8 @@ struct file_backend {
 	int fd_direct;          /* -1 when O_DIRECT is refused */
 	bool is_blockdev;
 	bool use_uring;
+	uint32_t lbs;           /* logical block size (block devices) */
+	atomic_bool aborted;
 
 	/* io_uring mode */
 	struct io_uring ring;
@@ -99,11 +115,43 @@ static int write_zeros(int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * Makes a block device range read zeros.  unmap (TRIM): fallocate
+ * PUNCH_HOLE, which may deallocate; else ZERO_RANGE; then BLKZEROOUT.  The
+ * parts not aligned to the logical block size are written.
+ */
+static int blockdev_zero(struct file_backend *fb, uint64_t off, uint64_t len,
+                         bool unmap)
+{
+	int fd = fb->fd_buffered;
+	uint64_t mask = fb->lbs - 1;
+	uint64_t a = (off + mask) & ~mask, b = (off + len) & ~mask;
+	int err;
+
+	if (a >= b) /* no whole block inside */
+		return write_zeros(fd, off, len);
+	if (a > off && (err = write_zeros(fd, off, a - off)) < 0)
+		return err;
+	if (off + len > b && (err = write_zeros(fd, b, off + len - b)) < 0)
+		return err;
+	if (unmap && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	                       (off_t)a, (off_t)(b - a)) == 0)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)a,
+	              (off_t)(b - a)) == 0)
+		return 0;
+	uint64_t range[2] = {a, b - a};
+	if (ioctl(fd, BLKZEROOUT, range) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOTTY && errno != EINVAL)
+		return -errno;
+	return write_zeros(fd, a, b - a);
+}
+
 /* TRIM and WRITE_ZEROES (and everything, in pool mode) as system calls. */
 static int exec_sync(struct file_backend *fb, struct bm_breq *r)
 {
 	int fd = fb->fd_buffered;
-	uint64_t range[2] = {r->offset, r->length};
 
 	switch (r->op) {
 	case BM_BOP_READ:
@@ -135,15 +183,16 @@ static int exec_sync(struct file_backend *fb, struct bm_breq *r)
 		return fdatasync(fd) < 0 ? -errno : 0;
 	case BM_BOP_TRIM:
 		if (fb->is_blockdev)
-			return 0;
+			return blockdev_zero(fb, r->offset, r->length, true);
 		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		              (off_t)r->offset, r->length) == 0 ||
-		    errno == EOPNOTSUPP)
+		              (off_t)r->offset, r->length) == 0)
 			return 0;
+		if (errno == EOPNOTSUPP)
+			return write_zeros(fd, r->offset, r->length);
 		return -errno;
 	case BM_BOP_ZERO:
 		if (fb->is_blockdev)
-			return ioctl(fd, BLKZEROOUT, range) < 0 ? -errno : 0;
+			return blockdev_zero(fb, r->offset, r->length, false);
 		if (fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
 		              (off_t)r->offset, r->length) == 0)
 			return 0;
@@ -213,8 +262,22 @@ static void *reaper_main(void *arg)
 		io_uring_cqe_seen(&fb->ring, cqe);
 		if (tag == WAKE_TAG)
 			break;
+		if (tag == CANCEL_TAG)
+			continue;
 		struct bm_breq *r = (struct bm_breq *)(uintptr_t)tag;
+		if (atomic_load(&fb->aborted) && (res == -ECANCELED || res >= 0)) {
+			/* Cancelled, or finished but not worth going on with. */
+			if (res < 0 || ((r->op == BM_BOP_READ || r->op == BM_BOP_WRITE) &&
+			                r->progress + (uint32_t)res < r->length)) {
+				finish(fb, r, -ECONNABORTED);
+				continue;
+			}
+		}
 		if (res == -EAGAIN || res == -EINTR) {
+			if (atomic_load(&fb->aborted)) {
+				finish(fb, r, -ECONNABORTED);
+				continue;
+			}
 			uring_queue(fb, r);
 			continue;
 		}
@@ -256,7 +319,8 @@ static void *worker_main(void *arg)
 		fb->qhead = (fb->qhead + 1) % fb->qcap;
 		fb->qlen--;
 		pthread_mutex_unlock(&fb->pool_lock);
-		finish(fb, r, exec_sync(fb, r));
+		finish(fb, r, atomic_load(&fb->aborted) ? -ECONNABORTED
+		                                        : exec_sync(fb, r));
 	}
 }
 
@@ -291,6 +355,8 @@ static int file_submit(struct bm_backend *be, struct bm_breq *r)
 	struct file_backend *fb = (struct file_backend *)be;
 
 	r->progress = 0;
+	if (atomic_load(&fb->aborted))
+		return -ECONNABORTED;
 	atomic_fetch_add(&fb->inflight, 1);
 	if (r->op == BM_BOP_TRIM || r->op == BM_BOP_ZERO) {
 		int res = exec_sync(fb, r);
@@ -358,8 +424,19 @@ static void file_close(struct bm_backend *be)
 {
 	struct file_backend *fb = (struct file_backend *)be;
 
-	while (atomic_load(&fb->inflight) > 0)
+	bool bounded = atomic_load(&fb->aborted);
+	for (int ms = 0; atomic_load(&fb->inflight) > 0; ms++) {
+		if (bounded && ms >= ABORT_CLOSE_WAIT_MS) {
+			/* The kernel has not given them back (a hung device):
+			 * leave them, their buffers and this backend behind. */
+			fprintf(stderr, "blkmirror: %s: %d requests still in the "
+			        "kernel %d s after abort; leaving them\n",
+			        be->path, atomic_load(&fb->inflight),
+			        ABORT_CLOSE_WAIT_MS / 1000);
+			return;
+		}
 		usleep(1000);
+	}
 	if (fb->use_uring) {
 		pthread_mutex_lock(&fb->sq_lock);
 		struct io_uring_sqe *sqe;
@@ -389,6 +466,72 @@ static void file_close(struct bm_backend *be)
 	free(fb);
 }
 
+static void file_abort(struct bm_backend *be)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+
+	if (atomic_exchange(&fb->aborted, true))
+		return;
+	if (fb->use_uring) {
+		pthread_mutex_lock(&fb->sq_lock);
+		struct io_uring_sqe *sqe;
+		while ((sqe = io_uring_get_sqe(&fb->ring)) == NULL)
+			io_uring_submit(&fb->ring);
+		/* Every request of the ring (the cancel skips itself). */
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+		io_uring_submit(&fb->ring);
+		pthread_mutex_unlock(&fb->sq_lock);
+		return;
+	}
+	/* Pool mode: what is queued fails now; what runs finishes. */
+	pthread_mutex_lock(&fb->pool_lock);
+	size_t n = fb->qlen;
+	struct bm_breq **take = n ? malloc(n * sizeof(*take)) : NULL;
+	if (take) {
+		for (size_t i = 0; i < n; i++)
+			take[i] = fb->queue[(fb->qhead + i) % fb->qcap];
+		fb->qlen = 0;
+	}
+	pthread_mutex_unlock(&fb->pool_lock);
+	if (take) {
+		for (size_t i = 0; i < n; i++)
+			finish(fb, take[i], -ECONNABORTED);
+		free(take);
+	}
+	/* (without memory for the list, the workers fail them one by one) */
+}
+
+static int file_check(struct bm_backend *be)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+	struct stat st;
+
+	if (fstat(fb->fd_buffered, &st) < 0)
+		return bm_error(ENODEV, "%s: cannot stat: %s", be->path,
+		                strerror(errno));
+	if (!fb->is_blockdev) {
+		if (st.st_nlink == 0)
+			return bm_error(ENODEV, "%s: the file was deleted", be->path);
+		return 0;
+	}
+	char p[96];
+	unsigned long long sectors = 0;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/size",
+	         major(be->st_rdev), minor(be->st_rdev));
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return errno == ENOENT
+		       ? bm_error(ENODEV, "%s: the block device is gone", be->path)
+		       : 0;
+	int got = fscanf(f, "%llu", &sectors);
+	fclose(f);
+	if (got == 1 && sectors == 0)
+		return bm_error(ENODEV, "%s: the block device is gone (its size is "
+		                "now 0)", be->path);
+	return 0;
+}
+
 static const struct bm_backend_ops file_ops = {
 	.kind = "file",
 	.submit = file_submit,
@@ -396,6 +539,8 @@ static const struct bm_backend_ops file_ops = {
 	.pwrite_sync = file_pwrite_sync,
 	.flush_sync = file_flush_sync,
 	.close = file_close,
+	.abort = file_abort,
+	.check = file_check,
 };
 
 static const struct bm_backend_ops blockdev_ops = {
@@ -405,6 +550,8 @@ static const struct bm_backend_ops blockdev_ops = {
 	.pwrite_sync = file_pwrite_sync,
 	.flush_sync = file_flush_sync,
 	.close = file_close,
+	.abort = file_abort,
+	.check = file_check,
 };
 
 static bool read_rotational(dev_t rdev)
@@ -505,6 +652,9 @@ int bm_file_backend_open(const char *path, bool exclusive,
 			sz = 0;
 		fb->base.size = sz;
 		fb->base.rotational = read_rotational(st.st_rdev);
+		int lbs = 0;
+		fb->lbs = (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs >= 512 &&
+		           (lbs & (lbs - 1)) == 0) ? (uint32_t)lbs : 512;
 	} else {
 		fb->base.size = (uint64_t)st.st_size;
 	}

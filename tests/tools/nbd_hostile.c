@@ -4,15 +4,31 @@
  * and checks that the server answers as the protocol says (an error reply,
  * or a closed connection) and, where the connection survives, still serves
  * a valid request after it.  Exits 0 if every case held.
+ *
+ * Single scenarios, for tests that watch the server meanwhile:
+ *   nbd_hostile SOCKET EXPORT flood COUNT LENGTH [CLOSED_WITHIN_MS]
+ *       pipelines COUNT reads of LENGTH bytes and never reads a reply;
+ *       prints "replies pending" once the server has started answering,
+ *       then waits to be killed, or with CLOSED_WITHIN_MS checks that the
+ *       server closes the connection within that time.
+ *   nbd_hostile SOCKET EXPORT conns N
+ *       opens N connections (negotiated), checks that one more is closed
+ *       at once, that the N still serve, and that closing one makes room.
+ *   nbd_hostile SOCKET EXPORT silent MIN_MS MAX_MS [trickle]
+ *       connects and says nothing (or trickles a byte every 100 ms); the
+ *       server must close the connection after MIN_MS and before MAX_MS.
  */
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nbd_proto.h"
@@ -358,14 +374,175 @@ static void case_pipelined(void)
 	close(fd);
 }
 
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+static int run_flood(int count, uint32_t length, long closed_within_ms)
+{
+	int fd = connect_go();
+	struct timespec t0;
+
+	if (fd < 0) {
+		fprintf(stderr, "flood: cannot negotiate\n");
+		return 1;
+	}
+	for (int i = 0; i < count; i++)
+		request(fd, 0, NBD_CMD_READ, (uint64_t)i, 0, length,
+		        NBD_REQUEST_MAGIC);
+	/* Wait (without reading) until the first reply bytes arrive. */
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	if (poll(&pfd, 1, 60000) != 1) {
+		fprintf(stderr, "flood: no reply within 60 s\n");
+		return 1;
+	}
+	printf("replies pending\n");
+	fflush(stdout);
+	if (closed_within_ms <= 0) {
+		for (;;)
+			pause();
+	}
+	/* The server must give up on us: it shuts the connection down. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pfd = (struct pollfd){.fd = fd, .events = POLLRDHUP};
+		poll(&pfd, 1, 100);
+		if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			printf("closed by the server after %ld ms\n", ms_since(&t0));
+			return 0;
+		}
+		if (ms_since(&t0) > closed_within_ms) {
+			fprintf(stderr, "flood: still open after %ld ms\n",
+			        closed_within_ms);
+			return 1;
+		}
+	}
+}
+
+static int run_conns(int n)
+{
+	int *fds = calloc((size_t)n, sizeof(int));
+	uint8_t hello[18];
+
+	for (int i = 0; i < n; i++) {
+		fds[i] = connect_go();
+		if (fds[i] < 0) {
+			fprintf(stderr, "conns: connection %d refused\n", i + 1);
+			return 1;
+		}
+	}
+	int extra = dial();
+	if (rd(extra, hello, sizeof(hello)) == 0 || !closed(extra)) {
+		fprintf(stderr, "conns: connection %d was not closed at once\n",
+		        n + 1);
+		return 1;
+	}
+	close(extra);
+	for (int i = 0; i < n; i++)
+		if (!still_serves(fds[i])) {
+			fprintf(stderr, "conns: connection %d stopped serving\n",
+			        i + 1);
+			return 1;
+		}
+	/* One leaves: a newcomer gets its place (once the server has let
+	 * the old one go). */
+	close(fds[0]);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int fd = connect_go();
+		if (fd >= 0 && still_serves(fd)) {
+			close(fd);
+			break;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (ms_since(&t0) > 10000) {
+			fprintf(stderr, "conns: no room after one connection left\n");
+			return 1;
+		}
+		usleep(20000);
+	}
+	for (int i = 1; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	printf("%d connections served, connection %d refused\n", n, n + 1);
+	return 0;
+}
+
+static int run_silent(long min_ms, long max_ms, int trickle)
+{
+	int fd = dial();
+	uint8_t hello[18];
+	struct timespec t0;
+	struct timeval tv = {0, 100000};
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (rd(fd, hello, sizeof(hello)) < 0) {
+		fprintf(stderr, "silent: no greeting\n");
+		return 1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* With trickle: valid client flags and an option header, one byte
+	 * each 100 ms, never complete before the deadline. */
+	uint8_t bytes[20];
+	w32(bytes, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	w64(bytes + 4, NBD_IHAVEOPT);
+	w32(bytes + 12, NBD_OPT_LIST);
+	w32(bytes + 16, 0);
+	size_t sent = 0;
+	for (;;) {
+		char c;
+		ssize_t n = read(fd, &c, 1);
+		long ms = ms_since(&t0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			if (ms < min_ms) {
+				fprintf(stderr, "silent: closed after %ld ms, before "
+				        "%ld\n", ms, min_ms);
+				return 1;
+			}
+			printf("closed by the server after %ld ms\n", ms);
+			return 0;
+		}
+		if (n > 0) {
+			fprintf(stderr, "silent: unexpected byte from the server\n");
+			return 1;
+		}
+		if (ms > max_ms) {
+			fprintf(stderr, "silent: still open after %ld ms\n", ms);
+			return 1;
+		}
+		if (trickle && sent < sizeof(bytes) - 1)
+			wr(fd, bytes + sent++, 1);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: nbd_hostile SOCKET EXPORT\n");
+	if (argc < 3) {
+		fprintf(stderr, "usage: nbd_hostile SOCKET EXPORT [flood COUNT "
+		        "LENGTH [CLOSED_WITHIN_MS] | conns N | silent MIN_MS "
+		        "MAX_MS [trickle]]\n");
 		return 2;
 	}
 	sock_path = argv[1];
 	export_name = argv[2];
+	signal(SIGPIPE, SIG_IGN);
+	if (argc >= 6 && strcmp(argv[3], "flood") == 0)
+		return run_flood(atoi(argv[4]), (uint32_t)strtoul(argv[5], NULL, 0),
+		                 argc > 6 ? atol(argv[6]) : 0);
+	if (argc == 5 && strcmp(argv[3], "conns") == 0)
+		return run_conns(atoi(argv[4]));
+	if (argc >= 6 && strcmp(argv[3], "silent") == 0)
+		return run_silent(atol(argv[4]), atol(argv[5]),
+		                  argc > 6 && strcmp(argv[6], "trickle") == 0);
+	if (argc != 3) {
+		fprintf(stderr, "nbd_hostile: unknown scenario '%s'\n", argv[3]);
+		return 2;
+	}
 	case_connect_close();
 	case_bad_client_flags();
 	case_bad_option_magic();
