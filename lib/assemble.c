@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "lease.h"
 #include "mirror.h"
 
 static uint64_t random_id(void)
@@ -448,6 +449,32 @@ static int choose_states(struct bm_mirror *m, const char *name)
 	return 0;
 }
 
+/*
+ * A component another process holds locked (a server on this host): the
+ * whole mirror is refused, naming the holder from the lease when it can be
+ * read (a read-only look, without the lock).
+ */
+static int refuse_in_use(const char *name, const char *path)
+{
+	char lockmsg[PATH_MAX + 128], holder[160];
+	struct bm_backend *be;
+	struct bm_lease l;
+
+	snprintf(lockmsg, sizeof(lockmsg), "%s", bm_last_error());
+	if (bm_backend_open(path, false, &be) == 0) {
+		int err = be->size >= BM_MIN_COMPONENT_SIZE
+		        ? bm_lease_read(be, &l) : -ENOSPC;
+		be->ops->close(be);
+		if (err == 0 && l.state == BM_LEASE_ACTIVE) {
+			bm_lease_holder_str(&l, holder, sizeof(holder));
+			return bm_error(EBUSY, "mirror '%s': %s is served by another "
+			                "blkmirror on this host (%s); stop that "
+			                "server first", name, path, holder);
+		}
+	}
+	return bm_error(EBUSY, "mirror '%s': %s", name, lockmsg);
+}
+
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out)
 {
@@ -479,6 +506,10 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 			continue;
 		}
 		err = bm_backend_open(paths[i], true, &c->be);
+		if (err == -EBUSY) {
+			err = refuse_in_use(name, paths[i]);
+			goto fail;
+		}
 		if (err == 0)
 			err = read_label(c->be, &c->label);
 		if (err < 0) {
@@ -487,7 +518,25 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 			        bm_last_error());
 		}
 	}
+	/* Nothing is written before the leases say no other server holds
+	 * these components. */
+	uint32_t unreadable;
+	err = bm_lease_check(m, &unreadable);
+	if (err < 0)
+		goto fail;
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!(unreadable & (1u << i)))
+			continue;
+		char why[sizeof(m->comp[i].why)];
+		snprintf(why, sizeof(why), "%s", m->comp[i].why);
+		fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
+		        m->comp[i].path, why);
+		absent(&m->comp[i], why);
+	}
 	err = choose_states(m, name);
+	if (err < 0)
+		goto fail;
+	err = bm_lease_start(m);
 	if (err < 0)
 		goto fail;
 	pthread_mutex_lock(&m->meta_lock);
@@ -507,6 +556,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	*out = m;
 	return 0;
 fail:
+	bm_lease_stop(m, true);
 	bm_ra_destroy(m);
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
@@ -539,6 +589,9 @@ void bm_mirror_close(bm_mirror *m)
 	atomic_store(&m->dirty, false);
 	bm_meta_write_all_labels(m);
 	pthread_mutex_unlock(&m->meta_lock);
+	/* Renewed until now, so that no one takes the components over while
+	 * they are flushed. */
+	bm_lease_stop(m, true);
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
 			m->comp[i].be->ops->close(m->comp[i].be);

@@ -121,6 +121,8 @@ struct bm_mirror {
 	atomic_bool sync_running;
 	atomic_bool sync_stop;
 	char sync_error[256];           /* meta_lock */
+
+	struct bm_lease_keeper *lease;  /* lease.c: set at open, freed at close */
 };
 
 /* meta.c */
