@@ -17,7 +17,7 @@ mkdir -p "$T/state2"
 cp "$BLKMIRROR_STATE_DIR/m0.components" "$T/state2/"
 t0=$(date +%s%N)
 expect_error "m0.*d[01].disk.sock is served by another blkmirror \(host $(hostname), pid $holder, mirror 'm0'\)" \
-  env BLKMIRROR_STATE_DIR="$T/state2" "$BLKMIRROR" serve m0 --socket "$T/second.sock"
+  timeout 20 env BLKMIRROR_STATE_DIR="$T/state2" "$BLKMIRROR" serve m0 --socket "$T/second.sock"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "refused after $ms ms"
 [ "$ms" -lt 8000 ] || fail "refusal took $ms ms"
