@@ -16,9 +16,12 @@
  *
  * Renewal reads the block before writing it: anything there that is not
  * this server's lease (another owner id, garbage) means someone else now
- * writes the component, so it is failed out at once and never written
- * again; an I/O error or a timeout is only logged (the engine's own checks
- * deal with a component that stopped answering).
+ * writes the component, so it is failed out at once and its lease is never
+ * written again (nor marked clean at stop); an I/O error or a timeout is
+ * only logged (the engine's own checks deal with a component that stopped
+ * answering).  The engine never fails its last ACTIVE component: that one
+ * has its backend aborted where the backend can (its I/O stops, clients
+ * get errors) and the log says two servers may write it where it cannot.
  *
  * A starting server does not write anything until bm_lease_check() has
  * decided; it watches every contested lease at once (one wait, not one per
@@ -301,10 +304,21 @@ static void lease_lost(struct lease_slot *s, const struct bm_lease *other,
 	bm_meta_fail_locked(m, c, why);
 	bool still = writable(c);
 	pthread_mutex_unlock(&m->meta_lock);
-	if (still)
+	if (!still)
+		return;
+	/* The engine keeps its last ACTIVE component in service.  Another
+	 * server owns it now: stopping its I/O (clients get errors) is better
+	 * than two servers writing it. */
+	if (c->be->ops->abort) {
+		c->be->ops->abort(c->be);
+		fprintf(stderr, "blkmirror: %s: %s: %s, and it is the last "
+		        "ACTIVE component: its I/O is stopped; stop this "
+		        "server\n", m->name, c->path, why);
+	} else {
 		fprintf(stderr, "blkmirror: %s: %s: %s, but it is the last "
 		        "ACTIVE component: two servers may now write to it; stop "
 		        "one of them\n", m->name, c->path, why);
+	}
 }
 
 /* One renewal: check that the block still holds our lease, then advance it. */
