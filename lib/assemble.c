@@ -224,13 +224,19 @@ int bm_label_clear(const char *path)
 	/* A damaged label is cleared too: that is what clear is for. */
 	if (be->size < BM_MIN_COMPONENT_SIZE)
 		goto out;
-	zero = calloc(1, BM_LABEL_SIZE);
+	/* Not under a server on another host; the lease goes with the label
+	 * (lease and label are adjacent: one write). */
+	err = bm_lease_check_free(be);
+	if (err < 0)
+		goto out;
+	_Static_assert(BM_LEASE_SIZE == BM_LABEL_SIZE, "lease + label layout");
+	zero = calloc(1, BM_LEASE_SIZE + BM_LABEL_SIZE);
 	if (!zero) {
 		err = bm_error(ENOMEM, "out of memory");
 		goto out;
 	}
-	err = be->ops->pwrite_sync(be, zero, BM_LABEL_SIZE,
-	                           bm_label_offset(be->size));
+	err = be->ops->pwrite_sync(be, zero, BM_LEASE_SIZE + BM_LABEL_SIZE,
+	                           bm_lease_offset(be->size));
 	if (err == 0)
 		err = be->ops->flush_sync(be);
 	free(zero);
@@ -305,6 +311,8 @@ int bm_label_configure(const char *const *paths, size_t n, int balance,
 		if (err < 0)
 			return err;
 		err = read_label(be, &l);
+		if (err == 0)
+			err = bm_lease_check_free(be); /* no live server on it */
 		if (err == 0) {
 			l.balance = (uint32_t)balance;
 			if (slice)

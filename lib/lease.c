@@ -389,14 +389,14 @@ static void *renew_main(void *arg)
 	return NULL;
 }
 
-/* ---- the check before serving ---- */
+/* ---- the check before serving (or before an offline label change) ---- */
 
 struct watch {
 	uint8_t raw[BM_LEASE_SIZE];
 	struct bm_lease lease;
 	bool decoded;            /* lease is valid */
 	char damage[160];        /* why it is not, when it is not */
-	long long until_ms;      /* monotonic: taken over after this */
+	long long until_ms;      /* monotonic: stale after this */
 };
 
 static uint32_t wait_ms_for(const struct bm_lease *l)
@@ -404,18 +404,129 @@ static uint32_t wait_ms_for(const struct bm_lease *l)
 	return l->interval_ms * 2 + l->interval_ms / 2;
 }
 
-int bm_lease_check(struct bm_mirror *m, uint32_t *unreadable)
+/*
+ * Reads the leases of be[0..n-1] (NULL entries skipped) and watches the
+ * contested ones together.  -EBUSY with a message (prefixed by `prefix`)
+ * when one of them changed; else 0.  Unreadable components are set in
+ * *unreadable with the reason in why[i].  `taking` names who logs the
+ * takeovers (the mirror), or NULL for a look that takes nothing.
+ */
+static int watch_leases(struct bm_backend *const *be, int n,
+                        const char *prefix, const char *taking,
+                        uint32_t *unreadable, char (*why)[256])
 {
-	struct bm_lease_keeper *k = calloc(1, sizeof(*k));
-	struct watch *w = calloc(BM_MAX_COMPONENTS, sizeof(*w));
+	struct watch *w = calloc((size_t)n, sizeof(*w));
 	uint32_t pending = 0;
 	long long start = bm_now_ms();
 	int err = 0;
 
 	*unreadable = 0;
-	if (!k || !w) {
+	if (!w)
+		return bm_error(ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		if (!be[i])
+			continue;
+		err = read_raw(be[i], w[i].raw);
+		if (err < 0) {
+			snprintf(why[i], sizeof(why[i]), "cannot read its lease: %s",
+			         strerror(-err));
+			*unreadable |= 1u << i;
+			continue;
+		}
+		err = bm_lease_decode(w[i].raw, BM_LEASE_SIZE, &w[i].lease);
+		if (err == -ENOENT || (err == 0 && w[i].lease.state == BM_LEASE_CLEAN))
+			continue; /* free to take */
+		w[i].decoded = err == 0;
+		snprintf(w[i].damage, sizeof(w[i].damage), "%s", bm_last_error());
+		w[i].until_ms = start + (w[i].decoded ? wait_ms_for(&w[i].lease)
+		                         : BM_LEASE_INTERVAL_MS * 5 / 2);
+		pending |= 1u << i;
+	}
+	err = 0;
+	bm_error_clear();
+
+	/* A change means the holder is alive. */
+	while (pending) {
+		usleep(200 * 1000);
+		long long now = bm_now_ms();
+		for (int i = 0; i < n; i++) {
+			if (!(pending & (1u << i)))
+				continue;
+			uint8_t again[BM_LEASE_SIZE];
+			struct bm_lease l;
+			char holder[160];
+			int e = read_raw(be[i], again);
+			if (e < 0) {
+				snprintf(why[i], sizeof(why[i]), "cannot read its "
+				         "lease: %s", strerror(-e));
+				*unreadable |= 1u << i;
+				pending &= ~(1u << i);
+				continue;
+			}
+			if (memcmp(again, w[i].raw, BM_LEASE_USED) != 0) {
+				int d = bm_lease_decode(again, sizeof(again), &l);
+				if (d == 0 && l.state == BM_LEASE_CLEAN) {
+					pending &= ~(1u << i); /* its holder stopped */
+					continue;
+				}
+				if (d == 0)
+					bm_lease_holder_str(&l, holder, sizeof(holder));
+				else
+					snprintf(holder, sizeof(holder),
+					         "a writer that leaves no valid lease");
+				err = bm_error(EBUSY, "%s%s is served by another "
+				               "blkmirror (%s): its lease is being "
+				               "renewed; stop that server first",
+				               prefix, be[i]->path, holder);
+				goto out;
+			}
+			if (now < w[i].until_ms)
+				continue;
+			pending &= ~(1u << i);
+			if (!taking)
+				continue;
+			if (w[i].decoded) {
+				bm_lease_holder_str(&w[i].lease, holder, sizeof(holder));
+				fprintf(stderr, "blkmirror: %s: %s: taking over the "
+				        "lease of %s: not renewed for %.1f s (a server "
+				        "that died)\n", taking, be[i]->path, holder,
+				        (now - start) / 1000.0);
+			} else {
+				fprintf(stderr, "blkmirror: %s: %s: taking over a "
+				        "damaged lease (%s), unchanged for %.1f s\n",
+				        taking, be[i]->path, w[i].damage,
+				        (now - start) / 1000.0);
+			}
+		}
+	}
+out:
+	free(w);
+	return err;
+}
+
+int bm_lease_check_free(struct bm_backend *be)
+{
+	char why[1][256];
+	uint32_t unreadable;
+	int err = watch_leases(&be, 1, "", NULL, &unreadable, why);
+
+	if (err == 0 && unreadable)
+		err = bm_error(EIO, "%s: %s", be->path, why[0]);
+	return err;
+}
+
+int bm_lease_check(struct bm_mirror *m, uint32_t *unreadable)
+{
+	struct bm_lease_keeper *k = calloc(1, sizeof(*k));
+	struct bm_backend *be[BM_MAX_COMPONENTS];
+	char (*why)[256] = calloc(BM_MAX_COMPONENTS, sizeof(*why));
+	char prefix[BM_NAME_MAX + 16];
+	int err;
+
+	*unreadable = 0;
+	if (!k || !why) {
 		free(k);
-		free(w);
+		free(why);
 		return bm_error(ENOMEM, "out of memory");
 	}
 	k->m = m;
@@ -437,88 +548,16 @@ int bm_lease_check(struct bm_mirror *m, uint32_t *unreadable)
 		k->slot[i].k = k;
 		k->slot[i].c = &m->comp[i];
 		k->slot[i].interval_ms = BM_LEASE_INTERVAL_MS;
+		be[i] = m->comp[i].be;
 	}
 	m->lease = k;
 
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (!c->be)
-			continue;
-		err = read_raw(c->be, w[i].raw);
-		if (err < 0) {
-			snprintf(c->why, sizeof(c->why), "cannot read its lease: %s",
-			         strerror(-err));
-			*unreadable |= 1u << i;
-			continue;
-		}
-		err = bm_lease_decode(w[i].raw, BM_LEASE_SIZE, &w[i].lease);
-		if (err == -ENOENT || (err == 0 && w[i].lease.state == BM_LEASE_CLEAN))
-			continue; /* free to take */
-		w[i].decoded = err == 0;
-		snprintf(w[i].damage, sizeof(w[i].damage), "%s", bm_last_error());
-		w[i].until_ms = start + (w[i].decoded ? wait_ms_for(&w[i].lease)
-		                         : BM_LEASE_INTERVAL_MS * 5 / 2);
-		pending |= 1u << i;
-	}
-	err = 0;
-	bm_error_clear();
-
-	/* Watch every contested lease at once; a change means its holder
-	 * is alive. */
-	while (pending) {
-		usleep(200 * 1000);
-		long long now = bm_now_ms();
-		for (int i = 0; i < m->ncomp; i++) {
-			if (!(pending & (1u << i)))
-				continue;
-			struct bm_component *c = &m->comp[i];
-			uint8_t again[BM_LEASE_SIZE];
-			struct bm_lease l;
-			char holder[160];
-			int e = read_raw(c->be, again);
-			if (e < 0) {
-				snprintf(c->why, sizeof(c->why), "cannot read its "
-				         "lease: %s", strerror(-e));
-				*unreadable |= 1u << i;
-				pending &= ~(1u << i);
-				continue;
-			}
-			if (memcmp(again, w[i].raw, BM_LEASE_USED) != 0) {
-				if (bm_lease_decode(again, sizeof(again), &l) == 0 &&
-				    l.state == BM_LEASE_CLEAN) {
-					pending &= ~(1u << i); /* its holder stopped */
-					continue;
-				}
-				if (bm_lease_decode(again, sizeof(again), &l) == 0)
-					bm_lease_holder_str(&l, holder, sizeof(holder));
-				else
-					snprintf(holder, sizeof(holder),
-					         "a writer that leaves no valid lease");
-				err = bm_error(EBUSY, "mirror '%s': %s is served by "
-				               "another blkmirror (%s): its lease is "
-				               "being renewed; stop that server first",
-				               m->name, c->path, holder);
-				goto out;
-			}
-			if (now < w[i].until_ms)
-				continue;
-			pending &= ~(1u << i);
-			if (w[i].decoded) {
-				bm_lease_holder_str(&w[i].lease, holder, sizeof(holder));
-				fprintf(stderr, "blkmirror: %s: %s: taking over the "
-				        "lease of %s: not renewed for %.1f s (a server "
-				        "that died)\n", m->name, c->path, holder,
-				        (now - start) / 1000.0);
-			} else {
-				fprintf(stderr, "blkmirror: %s: %s: taking over a "
-				        "damaged lease (%s), unchanged for %.1f s\n",
-				        m->name, c->path, w[i].damage,
-				        (now - start) / 1000.0);
-			}
-		}
-	}
-out:
-	free(w);
+	snprintf(prefix, sizeof(prefix), "mirror '%s': ", m->name);
+	err = watch_leases(be, m->ncomp, prefix, m->name, unreadable, why);
+	for (int i = 0; i < m->ncomp; i++)
+		if (*unreadable & (1u << i))
+			snprintf(m->comp[i].why, sizeof(m->comp[i].why), "%s", why[i]);
+	free(why);
 	return err;
 }
 

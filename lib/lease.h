@@ -111,6 +111,14 @@ int bm_lease_read(struct bm_backend *be, struct bm_lease *out);
  */
 int bm_lease_check(struct bm_mirror *m, uint32_t *unreadable);
 
+/*
+ * The same look for one component that a command is about to change
+ * without serving it (clear, configure): 0 when no live server holds it
+ * (no lease, CLEAN, or not renewed while watched), -EBUSY naming the
+ * holder, or -EIO when the lease cannot be read.  Takes nothing over.
+ */
+int bm_lease_check_free(struct bm_backend *be);
+
 /* Writes our ACTIVE lease on every writable component and starts one
  * renewal thread per component.  Call after bm_lease_check(). */
 int bm_lease_start(struct bm_mirror *m);
