@@ -15,6 +15,9 @@
  *     prove which copy of an in-flight write is right.
  * Components that are missing, unreadable, foreign, too small or the same
  * disk named twice are left out (ABSENT) with the reason kept for status.
+ * Before anything is written, every component's lease (lease.c) must show
+ * that no other live server holds it, and a component locked by another
+ * process on this host refuses the whole mirror: one owner per component.
  */
 #include <errno.h>
 #include <inttypes.h>
