@@ -56,9 +56,9 @@ $(BUILD)/libblkmirror.a: $(LIB_OBJ) $(SERVER_OBJ)
 $(BIN): $(CLI_OBJ) $(BUILD)/libblkmirror.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libblkmirror.a $(LIBS)
 
-$(BUILD)/tests/%: tests/tools/%.c server/nbd_proto.h
+$(BUILD)/tests/%: tests/tools/%.c server/nbd_proto.h $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libblkmirror.a $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)

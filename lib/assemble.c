@@ -15,6 +15,9 @@
  *     prove which copy of an in-flight write is right.
  * Components that are missing, unreadable, foreign, too small or the same
  * disk named twice are left out (ABSENT) with the reason kept for status.
+ * Before anything is written, every component's lease (lease.c) must show
+ * that no other live server holds it, and a component locked by another
+ * process on this host refuses the whole mirror: one owner per component.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "lease.h"
 #include "mirror.h"
 #include "probe.h"
 
@@ -269,13 +273,19 @@ int bm_label_clear(const char *path)
 	/* A damaged label is cleared too: that is what clear is for. */
 	if (be->size < BM_MIN_COMPONENT_SIZE)
 		goto out;
-	zero = calloc(1, BM_LABEL_SIZE);
+	/* Not under a server on another host; the lease goes with the label
+	 * (lease and label are adjacent: one write). */
+	err = bm_lease_check_free(be);
+	if (err < 0)
+		goto out;
+	_Static_assert(BM_LEASE_SIZE == BM_LABEL_SIZE, "lease + label layout");
+	zero = calloc(1, BM_LEASE_SIZE + BM_LABEL_SIZE);
 	if (!zero) {
 		err = bm_error(ENOMEM, "out of memory");
 		goto out;
 	}
-	err = be->ops->pwrite_sync(be, zero, BM_LABEL_SIZE,
-	                           bm_label_offset(be->size));
+	err = be->ops->pwrite_sync(be, zero, BM_LEASE_SIZE + BM_LABEL_SIZE,
+	                           bm_lease_offset(be->size));
 	if (err == 0)
 		err = be->ops->flush_sync(be);
 	free(zero);
@@ -350,6 +360,8 @@ int bm_label_configure(const char *const *paths, size_t n, int balance,
 		if (err < 0)
 			return err;
 		err = read_label(be, &l);
+		if (err == 0)
+			err = bm_lease_check_free(be); /* no live server on it */
 		if (err == 0) {
 			l.balance = (uint32_t)balance;
 			if (slice)
@@ -495,6 +507,32 @@ static int choose_states(struct bm_mirror *m, const char *name)
 	return 0;
 }
 
+/*
+ * A component another process holds locked (a server on this host): the
+ * whole mirror is refused, naming the holder from the lease when it can be
+ * read (a read-only look, without the lock).
+ */
+static int refuse_in_use(const char *name, const char *path)
+{
+	char lockmsg[PATH_MAX + 128], holder[160];
+	struct bm_backend *be;
+	struct bm_lease l;
+
+	snprintf(lockmsg, sizeof(lockmsg), "%s", bm_last_error());
+	if (bm_backend_open(path, false, &be) == 0) {
+		int err = be->size >= BM_MIN_COMPONENT_SIZE
+		        ? bm_lease_read(be, &l) : -ENOSPC;
+		be->ops->close(be);
+		if (err == 0 && l.state == BM_LEASE_ACTIVE) {
+			bm_lease_holder_str(&l, holder, sizeof(holder));
+			return bm_error(EBUSY, "mirror '%s': %s is served by another "
+			                "blkmirror on this host (%s); stop that "
+			                "server first", name, path, holder);
+		}
+	}
+	return bm_error(EBUSY, "mirror '%s': %s", name, lockmsg);
+}
+
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out)
 {
@@ -529,6 +567,10 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 			continue;
 		}
 		err = bm_backend_open(paths[i], true, &c->be);
+		if (err == -EBUSY) {
+			err = refuse_in_use(name, paths[i]);
+			goto fail;
+		}
 		if (err == 0)
 			err = read_label(c->be, &c->label);
 		if (err < 0) {
@@ -537,7 +579,25 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 			        bm_last_error());
 		}
 	}
+	/* Nothing is written before the leases say no other server holds
+	 * these components. */
+	uint32_t unreadable;
+	err = bm_lease_check(m, &unreadable);
+	if (err < 0)
+		goto fail;
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!(unreadable & (1u << i)))
+			continue;
+		char why[sizeof(m->comp[i].why)];
+		snprintf(why, sizeof(why), "%s", m->comp[i].why);
+		fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
+		        m->comp[i].path, why);
+		absent(&m->comp[i], why);
+	}
 	err = choose_states(m, name);
+	if (err < 0)
+		goto fail;
+	err = bm_lease_start(m);
 	if (err < 0)
 		goto fail;
 	pthread_mutex_lock(&m->meta_lock);
@@ -566,6 +626,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	*out = m;
 	return 0;
 fail:
+	bm_lease_stop(m, true);
 	bm_ra_destroy(m);
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
@@ -627,6 +688,9 @@ void bm_mirror_close(bm_mirror *m)
 		        "mirror marked dirty\n", m->name);
 	}
 	pthread_mutex_unlock(&m->meta_lock);
+	/* Renewed until now, so that no one takes the components over while
+	 * they are flushed; clean only when the labels are. */
+	bm_lease_stop(m, !atomic_load(&m->dirty));
 	if (!drained)
 		return;
 	for (int i = 0; i < m->ncomp; i++)

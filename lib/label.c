@@ -76,6 +76,11 @@ uint64_t bm_label_offset(uint64_t component_size)
 	return (component_size & ~(uint64_t)4095) - BM_LABEL_SIZE;
 }
 
+uint64_t bm_lease_offset(uint64_t component_size)
+{
+	return bm_label_offset(component_size) - BM_LEASE_SIZE;
+}
+
 uint64_t bm_data_area(uint64_t component_size)
 {
 	uint64_t s = component_size & ~(uint64_t)4095;
@@ -203,9 +208,10 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 		return bm_error(EINVAL, "label sync offset %" PRIu64
 		                " is past the data size %" PRIu64, l->sync_offset,
 		                l->data_size);
-	if (l->bitmap_size > BM_META_SIZE - BM_LABEL_SIZE ||
-	    (l->bitmap_size && l->bitmap_offset + l->bitmap_size >
-	                           bm_label_offset(l->component_size)))
+	if (l->bitmap_size > BM_META_SIZE - BM_LABEL_SIZE - BM_LEASE_SIZE ||
+	    (l->bitmap_size && l->bitmap_offset >
+	                           bm_lease_offset(l->component_size) -
+	                           l->bitmap_size))
 		return bm_error(EINVAL, "label bitmap area is out of place");
 	if (l->ncomponents == 0 || l->ncomponents > BM_MAX_COMPONENTS)
 		return bm_error(EINVAL, "label component count %u is out of range",

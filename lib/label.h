@@ -4,7 +4,11 @@
  * Component layout (sizes in bytes, S = component size rounded down to 4096):
  *
  *   0 ........................ data_size   the mirror's data, as a plain disk
- *   S - BM_META_SIZE ......... S - 4096    reserved for the write-intent bitmap
+ *   S - BM_META_SIZE ......... S - 8192    reserved for the write-intent bitmap
+ *   S - 8192 ................. S - 4096    the lease: which server owns the
+ *                                          component (lease.h; version 1 never
+ *                                          wrote here, so old components read
+ *                                          as "no lease")
  *   S - 4096 ................. S           this label
  *
  * so a lone surviving component can be read as an ordinary disk image.
@@ -15,6 +19,8 @@
  * Version history:
  *   1  (2026-11) first version: gmirror's fields plus seq, component size,
  *      sync offset and the bitmap's place.
+ *   1  (2026-11, same version) the 4 KiB below the label hold the lease; a
+ *      bitmap may no longer reach into it (no label ever had a bitmap).
  */
 #ifndef BM_LABEL_H
 #define BM_LABEL_H
@@ -27,6 +33,7 @@
 #define BM_LABEL_SIZE 4096u
 #define BM_LABEL_USED 512u              /* bytes covered by the crc */
 #define BM_META_SIZE (1024u * 1024u)    /* label + bitmap room at the end */
+#define BM_LEASE_SIZE 4096u           /* the lease block, just below the label */
 #define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
 #define BM_IDPROBE_FROM_END BM_META_SIZE /* label borrows the 4 KiB at S - 1 MiB (first of the reserved area) for its same-disk check, then restores it */
 #define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
@@ -70,6 +77,8 @@ struct bm_label {
 /* Where a component of this size keeps its label, and how much data it holds. */
 uint64_t bm_label_offset(uint64_t component_size);
 uint64_t bm_data_area(uint64_t component_size);
+/* Where it keeps its lease (BM_LEASE_SIZE bytes, just below the label). */
+uint64_t bm_lease_offset(uint64_t component_size);
 
 
 /* Encodes into a BM_LABEL_SIZE buffer (zero-filled past BM_LABEL_USED). */

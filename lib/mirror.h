@@ -194,6 +194,8 @@ struct bm_mirror {
 	atomic_bool sync_running;       /* a copy is in progress */
 	atomic_bool sync_stop;
 	char sync_error[256];           /* info_lock */
+
+	struct bm_lease_keeper *lease;  /* lease.c: set at open, freed at close */
 };
 
 /* meta.c */

@@ -28,7 +28,7 @@ static struct bm_label sample(void)
 	l.component_size = 64ull << 20;
 	l.data_size = bm_data_area(l.component_size);
 	l.sync_offset = 1 << 20;
-	l.bitmap_offset = bm_label_offset(l.component_size) - 4096;
+	l.bitmap_offset = bm_lease_offset(l.component_size) - 4096;
 	l.bitmap_size = 4096;
 	l.bitmap_chunk = 65536;
 	l.ncomponents = 2;

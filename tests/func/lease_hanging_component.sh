@@ -1,0 +1,42 @@
+# A component that hangs (nbdkit pause filter) holds only its own lease
+# renewal, for the lease I/O deadline (5 s), which is logged; the other
+# component's lease keeps moving every second, so a second server is still
+# refused; once the component answers again its lease is renewed again.
+. "$(dirname "$0")/lib.sh"
+need python3
+disk d0 64M
+disk d1 64M --filter=pause pause-control="$T/d1.pause"
+bm label -n m0 "$(disk_uri d0)" "$(disk_uri d1)"
+serve m0
+lt() { "$TEST_TOOLS/lease_tool" "$@"; }
+seq_of() { lt dump "$(disk_uri "$1")" | sed -n 's/.*seq=\([0-9]*\).*/\1/p'; }
+pause_ctl() {
+  python3 - "$T/d1.pause" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode()); assert s.recv(1) == sys.argv[2].upper().encode()
+PY
+}
+pause_ctl p
+s0=$(seq_of d0)
+for _ in $(seq 1 200); do
+  grep -q "d1.disk.sock: cannot \(read\|write\) its lease: Connection timed out" "$T/m0.log" && break
+  sleep 0.1
+done
+grep -q "d1.disk.sock: cannot \(read\|write\) its lease: Connection timed out" "$T/m0.log" ||
+  fail "the hanging component's lease I/O did not time out: $(cat "$T/m0.log")"
+s1=$(seq_of d0)
+echo "d0's lease moved $s0 -> $s1 while d1 hung"
+[ "$s1" -ge $((s0 + 3)) ] || fail "d0's lease did not keep moving while d1 hung ($s0 -> $s1)"
+mkdir -p "$T/state2"
+echo "$(disk_uri d0)" >"$T/state2/m0.components"
+expect_error "d0.disk.sock is served by another blkmirror \(host $(hostname), pid $(server_pid m0)" \
+  timeout 20 env BLKMIRROR_STATE_DIR="$T/state2" "$BLKMIRROR" serve m0 --socket "$T/second.sock"
+pause_ctl r
+for _ in $(seq 1 200); do
+  grep -q "d1.disk.sock: its lease is renewed again" "$T/m0.log" && break
+  sleep 0.1
+done
+grep -q "d1.disk.sock: its lease is renewed again" "$T/m0.log" || fail "d1's lease not renewed after resume"
+stop m0
+lt dump "$(disk_uri d1)" | grep -q "^state=clean" || fail "d1's lease not clean after stop"
