@@ -330,6 +330,14 @@ static void *loop_main(void *arg)
 		struct nbd_cmd *q;
 		bool stop, abort_now;
 
+		if (!dead && handle_over(nb)) {
+			/* libnbd has failed what it held and closed its socket */
+			const char *why = nb->shut ? "the connection was aborted"
+			                           : nbd_get_error();
+			mark_dead(nb, why && *why ? why
+			                          : "the server closed the connection");
+			dead = true;
+		}
 		pthread_mutex_lock(&nb->lock);
 		q = nb->queue_head;
 		nb->queue_head = nb->queue_tail = NULL;
@@ -349,17 +357,10 @@ static void *loop_main(void *arg)
 			shutdown(nb->fd, SHUT_RDWR);
 			nb->shut = true;
 		}
-		if (!dead && handle_over(nb)) {
-			const char *why = abort_now ? "the connection was aborted"
-			                            : nbd_get_error();
-			mark_dead(nb, why && *why ? why
-			                          : "the server closed the connection");
-			dead = true;
-		}
 		nb->requeued = false;
 		deliver(nb);
-		if (nb->requeued)
-			continue; /* done() queued more here: issue it first */
+		if (nb->requeued || (!dead && handle_over(nb)))
+			continue; /* issue what done() queued; fail out if dead */
 
 		unsigned dir = dead ? 0 : nbd_aio_get_direction(nb->h);
 		struct pollfd pfd[2] = {
@@ -368,13 +369,24 @@ static void *loop_main(void *arg)
 			 .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
 			                   ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))},
 		};
-		if (poll(pfd, dead ? 1 : 2, -1) < 0) {
+		/* dir is never 0 on a live connection; if it were, polling the
+		 * socket for nothing could spin on a hang-up */
+		if (poll(pfd, (dead || dir == 0) ? 1 : 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			/* cannot wait: give the connection up rather than spin */
+			/* cannot wait (never seen): give the connection up and let
+			 * libnbd see its end now rather than spin */
 			pthread_mutex_lock(&nb->lock);
 			nb->aborted = true;
 			pthread_mutex_unlock(&nb->lock);
+			if (!dead && !nb->shut) {
+				shutdown(nb->fd, SHUT_RDWR);
+				nb->shut = true;
+			}
+			if (!dead && (dir & LIBNBD_AIO_DIRECTION_READ))
+				nbd_aio_notify_read(nb->h);
+			else if (!dead)
+				nbd_aio_notify_write(nb->h);
 			continue;
 		}
 		if (pfd[0].revents & POLLIN) {
@@ -392,9 +404,6 @@ static void *loop_main(void *arg)
 		if ((ev & (POLLOUT | POLLHUP | POLLERR)) &&
 		    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !handle_over(nb))
 			nbd_aio_notify_write(nb->h);
-		if (ev && !(dir & (LIBNBD_AIO_DIRECTION_READ |
-		                   LIBNBD_AIO_DIRECTION_WRITE)))
-			nbd_aio_notify_read(nb->h); /* hang-up while idle */
 	}
 	return NULL;
 }
