@@ -14,13 +14,13 @@ u=$(uri m0)
 qemu-io -f raw "$u" -c 'write -P 0x5a 0 130M' >/dev/null || fail "fill"
 "$TEST_TOOLS/nbd_zero" "$u" zero 0 $((128 * MIB)) || fail "128 MiB WRITE_ZEROES failed"
 out=$(bm status m0) || fail "not COMPLETE after the zeroing: $out"
-echo "$out" | grep -q FAILED && fail "a component failed: $out"
+grep -q FAILED <<<"$out" && fail "a component failed: $out"
 head -c $((128 * MIB)) /dev/zero >"$T/zeros"
 for src in "$u" "$(disk_uri d0)" "$(disk_uri d1)"; do
   nbdcopy "$src" "$T/back"
   cmp -n $((128 * MIB)) "$T/back" "$T/zeros" || fail "$src does not read zeros"
   # the zeroing stopped where it was told to
-  qemu-io -f raw "$src" -c "read -P 0x5a $((128 * MIB)) 2M" | grep -q 'read 2097152' ||
-    fail "$src: data after the zeroed range changed"
+  after=$(qemu-io -f raw "$src" -c "read -P 0x5a $((128 * MIB)) 2M")
+  grep -q 'read 2097152' <<<"$after" || fail "$src: data after the zeroed range changed: $after"
 done
 stop m0
