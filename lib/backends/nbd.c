@@ -539,7 +539,10 @@ static void nbd_close_backend(struct bm_backend *be)
 	wake(nb);
 	pthread_join(nb->loop, NULL);
 	/* The loop is gone: this thread owns the handle now. */
-	clean = !atomic_load(&nb->dead) && !nb->aborted && !handle_over(nb);
+	pthread_mutex_lock(&nb->lock);
+	clean = !nb->aborted;
+	pthread_mutex_unlock(&nb->lock);
+	clean = clean && !atomic_load(&nb->dead) && !handle_over(nb);
 	if (clean && nbd_aio_disconnect(nb->h, 0) == 0)
 		run_until(nb->h, nbd_aio_is_closed, DISCONNECT_TIMEOUT_MS);
 	nbd_close(nb->h);
