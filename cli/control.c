@@ -3,6 +3,11 @@
  * one request a connection, a line of text in ("status", "list",
  * "configure ALG SLICE", "stop"), text out, then close.  The first line of
  * the reply is "ok" or "error MESSAGE".
+ *
+ * Neither side can hang the other: the server reads and writes a client with
+ * timeouts and ends its reply with shutdown(SHUT_WR), so the client sees EOF
+ * even if something else still holds the socket; control_call gives up after
+ * CTL_CALL_TIMEOUT_MS in all (connect, send, reply).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,12 +18,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
+#define CTL_CALL_TIMEOUT_MS 10000
 
 struct control_server {
 	int fd;
@@ -50,6 +58,7 @@ static void serve_one(struct control_server *c, int fd)
 	struct timeval tv = {5, 0};
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	while (got < sizeof(cmd) - 1) {
 		ssize_t n = read(fd, cmd + got, sizeof(cmd) - 1 - got);
 		if (n <= 0)
@@ -71,6 +80,7 @@ static void serve_one(struct control_server *c, int fd)
 		}
 	}
 	free(out);
+	shutdown(fd, SHUT_WR); /* EOF now, whoever else holds the socket */
 	close(fd);
 }
 
@@ -155,36 +165,95 @@ void control_stop(struct control_server *c)
 	free(c);
 }
 
+static int64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends all of buf before the deadline (the socket has a send timeout). */
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT
+			                                                 : -errno;
+		buf += n;
+		len -= (size_t)n;
+		if (len && ms_now() >= deadline)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/*
+ * Sends cmd to the running mirror and reads the whole reply into out.
+ * Returns 0, -ENOENT (not running, or a stale socket), -EACCES (no
+ * permission on the socket), -ETIMEDOUT (no complete answer within
+ * CTL_CALL_TIMEOUT_MS), or another -errno.
+ */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen)
 {
 	struct sockaddr_un sa;
+	struct timeval tv = {CTL_CALL_TIMEOUT_MS / 1000, 0};
+	int64_t deadline = ms_now() + CTL_CALL_TIMEOUT_MS;
 	size_t got = 0;
-	int fd;
+	int fd, err = 0;
 
+	if (outlen == 0)
+		return -EINVAL;
+	out[0] = '\0';
 	if (ctl_addr(name, &sa) < 0)
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* A Unix connect blocks (backlog full) for at most the send timeout. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
 		close(fd);
+		if (e == EACCES || e == EPERM)
+			return -EACCES;
+		if (e == EAGAIN || e == EINPROGRESS || e == ETIMEDOUT)
+			return -ETIMEDOUT;
 		return -ENOENT; /* not running (or a stale socket) */
 	}
-	if (send(fd, cmd, strlen(cmd), MSG_NOSIGNAL) < 0 ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	while (got + 1 < outlen) {
+	err = send_all(fd, cmd, strlen(cmd), deadline);
+	if (!err)
+		err = send_all(fd, "\n", 1, deadline);
+	while (!err && got + 1 < outlen) {
+		int64_t left = deadline - ms_now();
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		if (left <= 0) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		int r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			continue; /* the deadline check above ends it */
 		ssize_t n = read(fd, out + got, outlen - 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
 	out[got] = '\0';
 	close(fd);
-	return 0;
+	return err;
 }

@@ -265,7 +265,7 @@ static void conn_put(struct conn *c)
 	s->nconns--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-	shutdown(c->fd, SHUT_RDWR);
+	shutdown(c->fd, SHUT_RDWR); /* EOF to the client even if a stale poll holds the socket */
 	close(c->fd);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_cond_destroy(&c->send_cond);

@@ -3,19 +3,37 @@
  * nbd+unix:///EXPORT?socket=PATH), through libnbd's asynchronous API.
  *
  * One connection per component with any number of requests in flight, and
- * one event-loop thread that polls the socket and lets libnbd make progress.
- * Submitters call nbd_aio_* directly (the handle has its own lock), which
- * sends the request at once when the socket takes it, then wake the loop
- * (an eventfd) so that it polls with the handle's current direction.
+ * one event-loop thread that owns the libnbd handle after open: it is the
+ * only thread that calls libnbd.  Submitters put a command on a
+ * mutex-protected queue and, when the queue was empty, wake the loop through
+ * an eventfd (one write per batch); the loop issues what is queued, polls the
+ * socket in the direction libnbd asks for, and delivers completions.
+ *
+ * Why one thread: when the server goes away, libnbd closes its socket inside
+ * whatever call noticed it.  A thread that polled a socket number read
+ * earlier would then poll a number the next accept() reuses (a control
+ * client, an NBD client) and pin that socket open.  The loop asks libnbd
+ * whether the connection is dead or closed before every poll and never polls
+ * the socket once it is: a dead connection fails everything queued or in
+ * flight, later submits fail at once, and the loop sleeps on the eventfd.
  *
  * libnbd runs completion callbacks with the handle locked, so the callback
- * only moves the request to a completed list; the loop delivers done() after
- * libnbd returns, where done() may safely start more I/O on any component.
+ * only moves the command to a completed list; the loop delivers done() after
+ * libnbd returns, where done() may start more I/O on any component (on this
+ * one it is queued and picked up before the loop polls again).
+ *
+ * abort() (any thread) sets a flag and wakes the loop, which shuts the
+ * socket down (shutdown(2) on the descriptor libnbd owns, done only by the
+ * loop while libnbd still holds it open): libnbd then sees the connection
+ * end and fails what is in flight, reported as -ECONNABORTED.
  *
  * What the export cannot do is emulated: no FUA means write then flush; no
- * TRIM means TRIM is accepted and ignored; no WRITE_ZEROES means writing
- * zeros.  A dead connection fails every request on it, which fails the
- * component out of the mirror in the usual way.
+ * WRITE_ZEROES means writing zeros from one shared read-only zero mapping.
+ * TRIM is zeroing that may unmap (so every copy reads zeros after it).
+ * Zeroing is sent in pieces the export accepts: at most 32 MiB (or the
+ * export's maximum block size) for written zeros, the maximum block size
+ * (when advertised) for native ones; the pieces go one after another.
+ * Connecting and the clean disconnect at close have deadlines.
  */
 #include <errno.h>
 #include <libnbd.h>
@@ -26,35 +44,62 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../backend.h"
 #include "../error.h"
 
+#define CONNECT_TIMEOUT_MS 10000
+#define DISCONNECT_TIMEOUT_MS 2000
+/* Written zeros: libnbd refuses payloads over 64 MiB and servers that
+ * advertise no maximum may drop a connection over 32 MiB. */
+#define ZERO_PIECE_MAX (32u * 1024 * 1024)
+
 struct nbd_backend;
 
-/* The per-request state kept while libnbd owns the request. */
+/* The per-request state kept while the request is queued or in libnbd.
+ * Commands are recycled through a free list (no allocation per request
+ * once the pool has grown to the queue depth). */
 struct nbd_cmd {
 	struct nbd_backend *nb;
 	struct bm_breq *r;
 	enum bm_bop op;         /* what to send next (FUA emulation flushes) */
 	int result;
-	bool then_flush;        /* emulated FUA: flush once the write is done */
-	void *zero_buf;         /* emulated WRITE_ZEROES */
-	struct nbd_cmd *next;   /* on the completed list */
+	bool then_flush;        /* emulated FUA: flush once the data is done */
+	uint32_t done_bytes;    /* zero/trim: bytes already zeroed */
+	uint32_t piece;         /* zero/trim: length of the piece in flight */
+	struct nbd_cmd *next;   /* queue, completed list or free list */
 };
 
 struct nbd_backend {
 	struct bm_backend base;
-	struct nbd_handle *h;
+	struct nbd_handle *h;   /* only the loop thread calls libnbd after open */
+	int fd;                 /* libnbd's socket; used only while it is live */
 	int wake_fd;
 	pthread_t loop;
-	atomic_bool stopping;
-	atomic_int inflight;
-	bool can_fua, can_trim, can_zero, can_flush;
-	pthread_mutex_t done_lock;  /* protects done_head */
+	bool can_fua, can_zero, can_flush;
+	uint32_t max_block;     /* advertised maximum, or 0 */
+
+	pthread_mutex_t lock;   /* protects the fields down to inflight */
+	struct nbd_cmd *queue_head, *queue_tail;
+	struct nbd_cmd *free_list;
+	bool stopping, aborted;
+	bool dead_locked;       /* submits fail from now on */
+	unsigned inflight;      /* accepted and not yet delivered */
+
+	atomic_bool dead;       /* for check(): reason is set before */
+	char dead_reason[256];
+
+	/* loop thread only */
 	struct nbd_cmd *done_head;
+	bool requeued;          /* a done() callback queued on this backend */
+	bool shut;              /* abort: the socket was shut down */
 };
+
+static __thread struct nbd_backend *in_loop; /* set on a loop thread */
 
 static void wake(struct nbd_backend *nb)
 {
@@ -64,179 +109,341 @@ static void wake(struct nbd_backend *nb)
 	}
 }
 
-static __thread struct nbd_backend *in_loop; /* set on a loop thread */
+/* One read-only mapping of zeros shared by every backend: untouched
+ * anonymous pages all map the kernel's zero page, so it costs no memory. */
+static void *zero_map;
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
 
-/* libnbd completion callback: runs with the handle locked, almost always
- * on the loop thread, which delivers right after; only a completion on
- * another thread needs to wake it. */
+static void zero_map_init(void)
+{
+	void *p = mmap(NULL, ZERO_PIECE_MAX, PROT_READ,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	zero_map = p == MAP_FAILED ? NULL : p;
+}
+
+static long env_ms(const char *name, long dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return dflt;
+	ms = strtol(v, &end, 10);
+	return (*end || ms <= 0) ? dflt : ms;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Completes c with result on the loop thread (it goes to the done list). */
+static void complete(struct nbd_cmd *c, int result)
+{
+	struct nbd_backend *nb = c->nb;
+
+	c->result = result;
+	c->next = nb->done_head;
+	nb->done_head = c;
+}
+
+/* libnbd completion callback: runs on the loop thread (the only caller of
+ * libnbd) with the handle locked. */
 static int on_complete(void *user_data, int *error)
 {
 	struct nbd_cmd *c = user_data;
-	struct nbd_backend *nb = c->nb;
 
-	c->result = *error ? -*error : 0;
-	pthread_mutex_lock(&nb->done_lock);
-	c->next = nb->done_head;
-	nb->done_head = c;
-	pthread_mutex_unlock(&nb->done_lock);
-	if (in_loop != nb)
-		wake(nb);
+	complete(c, *error ? -*error : 0);
 	return 1;
 }
 
-static int issue(struct nbd_backend *nb, struct nbd_cmd *c);
-
-static void deliver(struct nbd_backend *nb)
+static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 {
-	struct nbd_cmd *list;
+	uint32_t max = nb->can_zero ? nb->max_block : ZERO_PIECE_MAX;
 
-	pthread_mutex_lock(&nb->done_lock);
-	list = nb->done_head;
-	nb->done_head = NULL;
-	pthread_mutex_unlock(&nb->done_lock);
-	while (list) {
-		struct nbd_cmd *c = list;
-		list = c->next;
-		if (c->result == 0 && c->then_flush) {
-			c->then_flush = false;
-			c->op = BM_BOP_FLUSH; /* the write is done; now flush */
-			if (issue(nb, c) == 0)
-				continue;
-		}
-		struct bm_breq *r = c->r;
-		int res = c->result;
-		free(c->zero_buf);
-		free(c);
-		atomic_fetch_sub(&nb->inflight, 1);
-		r->done(r, res);
-	}
+	if (!nb->can_zero && nb->max_block && nb->max_block < max)
+		max = nb->max_block;
+	return (max && left > max) ? max : left;
 }
 
-static void *loop_main(void *arg)
-{
-	struct nbd_backend *nb = arg;
-	int fd = nbd_aio_get_fd(nb->h);
-
-	in_loop = nb;
-	for (;;) {
-		unsigned dir = nbd_aio_get_direction(nb->h);
-		struct pollfd pfd[2] = {
-			{.fd = fd,
-			 .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-			                   ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))},
-			{.fd = nb->wake_fd, .events = POLLIN},
-		};
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pfd[1].revents & POLLIN) {
-			uint64_t v;
-			if (read(nb->wake_fd, &v, sizeof(v)) < 0) {
-				/* spurious */
-			}
-		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
-			nbd_aio_notify_read(nb->h);
-		else if (pfd[0].revents & POLLOUT)
-			nbd_aio_notify_write(nb->h);
-		deliver(nb);
-		if (atomic_load(&nb->stopping) && atomic_load(&nb->inflight) == 0)
-			break;
-		if (nbd_aio_is_dead(nb->h) || nbd_aio_is_closed(nb->h)) {
-			/* Nothing more will complete by itself: libnbd has
-			 * already failed what was in flight.  Keep delivering
-			 * until asked to stop. */
-			deliver(nb);
-			if (atomic_load(&nb->stopping))
-				break;
-			usleep(10000);
-		}
-	}
-	return NULL;
-}
-
-static int issue(struct nbd_backend *nb, struct nbd_cmd *c)
+/* Sends c's next command to libnbd; on failure c completes with the error. */
+static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 {
 	struct bm_breq *r = c->r;
 	nbd_completion_callback cb = {.callback = on_complete, .user_data = c};
 	uint32_t flags = 0;
 	int64_t cookie;
 
+	if ((r->flags & BM_BOP_FUA) && c->op != BM_BOP_FLUSH &&
+	    c->op != BM_BOP_READ) {
+		if (nb->can_fua)
+			flags = LIBNBD_CMD_FLAG_FUA;
+		else if (c->done_bytes == 0 && c->op == r->op)
+			c->then_flush = nb->can_flush;
+	}
 	switch (c->op) {
 	case BM_BOP_READ:
+		if (r->length == 0) {
+			complete(c, 0);
+			return;
+		}
 		cookie = nbd_aio_pread(nb->h, r->buf, r->length, r->offset, cb, 0);
 		break;
 	case BM_BOP_WRITE:
-		if (r->flags & BM_BOP_FUA) {
-			if (nb->can_fua)
-				flags = LIBNBD_CMD_FLAG_FUA;
-			else
-				c->then_flush = nb->can_flush;
+		if (r->length == 0) {
+			complete(c, 0);
+			return;
 		}
 		cookie = nbd_aio_pwrite(nb->h, r->buf, r->length, r->offset, cb,
 		                        flags);
 		break;
 	case BM_BOP_FLUSH:
 		if (!nb->can_flush) {
-			c->result = 0;
-			on_complete(c, &(int){0});
-			return 0;
+			complete(c, 0);
+			return;
 		}
 		cookie = nbd_aio_flush(nb->h, cb, 0);
 		break;
-	case BM_BOP_TRIM:
-		if (!nb->can_trim) {
-			on_complete(c, &(int){0});
-			return 0;
+	default: /* ZERO, and TRIM as zeroing that may unmap */
+		if (c->done_bytes >= r->length) {
+			complete(c, 0);
+			return;
 		}
-		if ((r->flags & BM_BOP_FUA) && nb->can_fua)
-			flags = LIBNBD_CMD_FLAG_FUA;
-		cookie = nbd_aio_trim(nb->h, r->length, r->offset, cb, flags);
-		break;
-	default: /* ZERO */
-		if ((r->flags & BM_BOP_FUA) && nb->can_fua)
-			flags = LIBNBD_CMD_FLAG_FUA;
+		c->piece = zero_piece(nb, r->length - c->done_bytes);
 		if (nb->can_zero) {
-			cookie = nbd_aio_zero(nb->h, r->length, r->offset, cb, flags);
+			cookie = nbd_aio_zero(nb->h, c->piece,
+			                      r->offset + c->done_bytes, cb, flags);
 		} else {
-			c->zero_buf = calloc(1, r->length ? r->length : 1);
-			if (!c->zero_buf)
-				return -ENOMEM;
-			cookie = nbd_aio_pwrite(nb->h, c->zero_buf, r->length,
-			                        r->offset, cb, flags);
+			pthread_once(&zero_once, zero_map_init);
+			if (!zero_map) {
+				complete(c, -ENOMEM);
+				return;
+			}
+			cookie = nbd_aio_pwrite(nb->h, zero_map, c->piece,
+			                        r->offset + c->done_bytes, cb, flags);
 		}
 		break;
 	}
 	if (cookie < 0) {
 		int err = nbd_get_errno();
-		return err ? -err : -EIO;
+		complete(c, err ? -err : -EIO);
 	}
-	/* Always tell the loop: it must poll again with whatever direction
-	 * the handle is in now (waking only when output was left queued hung
-	 * one run of component_vanishes when the server died; a lost wake-up
-	 * costs a hang, an extra one a few microseconds). */
-	wake(nb);
-	return 0;
+}
+
+/* A completed command may have more to send: the next zero piece, or the
+ * flush of an emulated FUA.  Returns true when it was sent again. */
+static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
+{
+	if (c->result != 0)
+		return false;
+	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
+		c->done_bytes += c->piece;
+		if (c->done_bytes < c->r->length) {
+			issue(nb, c);
+			return true;
+		}
+	}
+	if (c->then_flush) {
+		c->then_flush = false;
+		c->op = BM_BOP_FLUSH;
+		issue(nb, c);
+		return true;
+	}
+	return false;
+}
+
+/* Delivers done() for completed commands, outside any libnbd call; a
+ * command with more to send goes back to libnbd instead. */
+static void deliver(struct nbd_backend *nb)
+{
+	while (nb->done_head) {
+		struct nbd_cmd *list = nb->done_head, *finished = NULL, *last = NULL;
+		unsigned n = 0;
+		bool aborted;
+
+		nb->done_head = NULL;
+		pthread_mutex_lock(&nb->lock);
+		aborted = nb->aborted;
+		pthread_mutex_unlock(&nb->lock);
+		while (list) {
+			struct nbd_cmd *c = list;
+			list = c->next;
+			if (continue_cmd(nb, c))
+				continue;
+			if (c->result < 0 && aborted)
+				c->result = -ECONNABORTED;
+			c->next = finished;
+			finished = c;
+			if (!last)
+				last = c;
+			n++;
+		}
+		for (struct nbd_cmd *c = finished; c; c = c->next)
+			c->r->done(c->r, c->result);
+		if (n) {
+			pthread_mutex_lock(&nb->lock);
+			last->next = nb->free_list;
+			nb->free_list = finished;
+			nb->inflight -= n;
+			pthread_mutex_unlock(&nb->lock);
+		}
+	}
+}
+
+/* The connection is over: nothing more will be issued; what is queued fails
+ * (libnbd has already failed what it held). */
+static void mark_dead(struct nbd_backend *nb, const char *why)
+{
+	struct nbd_cmd *q;
+	int err;
+
+	snprintf(nb->dead_reason, sizeof(nb->dead_reason), "%s", why);
+	atomic_store(&nb->dead, true);
+	pthread_mutex_lock(&nb->lock);
+	nb->dead_locked = true;
+	err = nb->aborted ? -ECONNABORTED : -ENOTCONN;
+	q = nb->queue_head;
+	nb->queue_head = nb->queue_tail = NULL;
+	pthread_mutex_unlock(&nb->lock);
+	while (q) {
+		struct nbd_cmd *c = q;
+		q = c->next;
+		complete(c, err);
+	}
+}
+
+static bool handle_over(struct nbd_backend *nb)
+{
+	return nbd_aio_is_dead(nb->h) == 1 || nbd_aio_is_closed(nb->h) == 1;
+}
+
+static void *loop_main(void *arg)
+{
+	struct nbd_backend *nb = arg;
+	bool dead = false;
+
+	in_loop = nb;
+	for (;;) {
+		struct nbd_cmd *q;
+		bool stop, abort_now;
+
+		if (!dead && handle_over(nb)) {
+			/* libnbd has failed what it held and closed its socket */
+			const char *why = nb->shut ? "the connection was aborted"
+			                           : nbd_get_error();
+			mark_dead(nb, why && *why ? why
+			                          : "the server closed the connection");
+			dead = true;
+		}
+		pthread_mutex_lock(&nb->lock);
+		q = nb->queue_head;
+		nb->queue_head = nb->queue_tail = NULL;
+		stop = nb->stopping && nb->inflight == 0;
+		abort_now = nb->aborted;
+		pthread_mutex_unlock(&nb->lock);
+		if (stop)
+			break;
+		while (q) { /* only while alive: mark_dead empties the queue */
+			struct nbd_cmd *c = q;
+			q = c->next;
+			issue(nb, c);
+		}
+		if (!dead && abort_now && !nb->shut && !handle_over(nb)) {
+			/* libnbd holds the socket open (not dead, and only this
+			 * thread calls it): ending it here is safe. */
+			shutdown(nb->fd, SHUT_RDWR);
+			nb->shut = true;
+		}
+		nb->requeued = false;
+		deliver(nb);
+		if (nb->requeued || (!dead && handle_over(nb)))
+			continue; /* issue what done() queued; fail out if dead */
+
+		unsigned dir = dead ? 0 : nbd_aio_get_direction(nb->h);
+		struct pollfd pfd[2] = {
+			{.fd = nb->wake_fd, .events = POLLIN},
+			{.fd = nb->fd,
+			 .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+			                   ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))},
+		};
+		/* dir is never 0 on a live connection; if it were, polling the
+		 * socket for nothing could spin on a hang-up */
+		if (poll(pfd, (dead || dir == 0) ? 1 : 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			/* cannot wait (never seen): give the connection up and let
+			 * libnbd see its end now rather than spin */
+			pthread_mutex_lock(&nb->lock);
+			nb->aborted = true;
+			pthread_mutex_unlock(&nb->lock);
+			if (!dead && !nb->shut) {
+				shutdown(nb->fd, SHUT_RDWR);
+				nb->shut = true;
+			}
+			if (!dead && (dir & LIBNBD_AIO_DIRECTION_READ))
+				nbd_aio_notify_read(nb->h);
+			else if (!dead)
+				nbd_aio_notify_write(nb->h);
+			continue;
+		}
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+			if (read(nb->wake_fd, &v, sizeof(v)) < 0) {
+				/* spurious */
+			}
+		}
+		if (dead)
+			continue;
+		short ev = pfd[1].revents;
+		if ((ev & (POLLIN | POLLHUP | POLLERR)) &&
+		    (dir & LIBNBD_AIO_DIRECTION_READ))
+			nbd_aio_notify_read(nb->h);
+		if ((ev & (POLLOUT | POLLHUP | POLLERR)) &&
+		    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !handle_over(nb))
+			nbd_aio_notify_write(nb->h);
+	}
+	return NULL;
 }
 
 static int nbd_submit(struct bm_backend *be, struct bm_breq *r)
 {
 	struct nbd_backend *nb = (struct nbd_backend *)be;
-	struct nbd_cmd *c = calloc(1, sizeof(*c));
-	int err;
+	struct nbd_cmd *c;
+	bool was_empty;
 
-	if (!c)
-		return -ENOMEM;
-	c->nb = nb;
-	c->r = r;
-	c->op = r->op;
-	atomic_fetch_add(&nb->inflight, 1);
-	err = issue(nb, c);
-	if (err < 0) {
-		atomic_fetch_sub(&nb->inflight, 1);
-		free(c->zero_buf);
-		free(c);
+	pthread_mutex_lock(&nb->lock);
+	if (nb->aborted || nb->dead_locked) {
+		int err = nb->aborted ? -ECONNABORTED : -ENOTCONN;
+		pthread_mutex_unlock(&nb->lock);
+		return err;
 	}
-	return err;
+	c = nb->free_list;
+	if (c) {
+		nb->free_list = c->next;
+	} else {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			pthread_mutex_unlock(&nb->lock);
+			return -ENOMEM;
+		}
+	}
+	*c = (struct nbd_cmd){.nb = nb, .r = r, .op = r->op};
+	was_empty = nb->queue_head == NULL;
+	if (was_empty)
+		nb->queue_head = c;
+	else
+		nb->queue_tail->next = c;
+	nb->queue_tail = c;
+	nb->inflight++;
+	pthread_mutex_unlock(&nb->lock);
+	if (in_loop == nb)
+		nb->requeued = true; /* the loop issues it before polling */
+	else if (was_empty)
+		wake(nb);
+	return 0;
 }
 
 static int nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
@@ -257,18 +464,95 @@ static int nbd_flush_sync(struct bm_backend *be)
 	return bm_backend_io_wait(be, BM_BOP_FLUSH, NULL, 0, 0, 0);
 }
 
-static void nbd_close_backend(struct bm_backend *be)
+static void nbd_abort(struct bm_backend *be)
+{
+	struct nbd_backend *nb = (struct nbd_backend *)be;
+	bool first;
+
+	pthread_mutex_lock(&nb->lock);
+	first = !nb->aborted;
+	nb->aborted = true;
+	pthread_mutex_unlock(&nb->lock);
+	if (first)
+		wake(nb);
+}
+
+static int nbd_check(struct bm_backend *be)
 {
 	struct nbd_backend *nb = (struct nbd_backend *)be;
 
-	atomic_store(&nb->stopping, true);
+	if (!atomic_load(&nb->dead))
+		return 0;
+	return bm_error(ENOTCONN, "%s: the NBD connection is gone: %s",
+	                nb->base.path, nb->dead_reason);
+}
+
+/*
+ * Runs libnbd's state machine on h until done(h) or the deadline; the
+ * caller is the only thread using h.  Returns 0, -ETIMEDOUT, or -errno
+ * when the connection died.
+ */
+static int run_until(struct nbd_handle *h, int (*done)(struct nbd_handle *),
+                     long timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		if (done(h) == 1)
+			return 0;
+		if (nbd_aio_is_dead(h) == 1 || nbd_aio_is_closed(h) == 1)
+			return -ENOTCONN;
+		int fd = nbd_aio_get_fd(h);
+		unsigned dir = nbd_aio_get_direction(h);
+		int64_t left = deadline - now_ms();
+		if (fd < 0)
+			return -ENOTCONN;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pfd = {
+			.fd = fd,
+			.events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+			                  ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))};
+		int n = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0)
+			continue;
+		if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    (dir & LIBNBD_AIO_DIRECTION_READ)) {
+			if (nbd_aio_notify_read(h) < 0)
+				continue; /* the state check above reports it */
+		} else if (pfd.revents & (POLLOUT | POLLHUP | POLLERR)) {
+			nbd_aio_notify_write(h);
+		}
+	}
+}
+
+static void nbd_close_backend(struct bm_backend *be)
+{
+	struct nbd_backend *nb = (struct nbd_backend *)be;
+	bool clean;
+
+	pthread_mutex_lock(&nb->lock);
+	nb->stopping = true;
+	pthread_mutex_unlock(&nb->lock);
 	wake(nb);
 	pthread_join(nb->loop, NULL);
-	deliver(nb);
-	nbd_shutdown(nb->h, 0);
+	/* The loop is gone: this thread owns the handle now. */
+	pthread_mutex_lock(&nb->lock);
+	clean = !nb->aborted;
+	pthread_mutex_unlock(&nb->lock);
+	clean = clean && !atomic_load(&nb->dead) && !handle_over(nb);
+	if (clean && nbd_aio_disconnect(nb->h, 0) == 0)
+		run_until(nb->h, nbd_aio_is_closed, DISCONNECT_TIMEOUT_MS);
 	nbd_close(nb->h);
 	close(nb->wake_fd);
-	pthread_mutex_destroy(&nb->done_lock);
+	while (nb->free_list) {
+		struct nbd_cmd *c = nb->free_list;
+		nb->free_list = c->next;
+		free(c);
+	}
+	pthread_mutex_destroy(&nb->lock);
 	free(nb);
 }
 
@@ -279,12 +563,41 @@ static const struct bm_backend_ops nbd_ops = {
 	.pwrite_sync = nbd_pwrite_sync,
 	.flush_sync = nbd_flush_sync,
 	.close = nbd_close_backend,
+	.abort = nbd_abort,
+	.check = nbd_check,
 };
+
+/* Connects h to uri within the deadline (nbd_connect_uri has none). */
+static int connect_with_deadline(struct nbd_handle *h, const char *uri)
+{
+	long ms = env_ms("BLKMIRROR_NBD_CONNECT_TIMEOUT_MS", CONNECT_TIMEOUT_MS);
+	int err;
+
+	if (nbd_aio_connect_uri(h, uri) < 0) {
+		err = nbd_get_errno();
+		return bm_error(err ? err : EIO, "%s: cannot connect: %s", uri,
+		                nbd_get_error());
+	}
+	err = run_until(h, nbd_aio_is_ready, ms);
+	if (err == -ETIMEDOUT)
+		return bm_error(ETIMEDOUT, "%s: cannot connect: no answer from the "
+		                "NBD server within %ld ms; check that it is "
+		                "running and reachable", uri, ms);
+	if (err < 0) {
+		const char *why = nbd_get_error();
+		int e = nbd_get_errno();
+		return bm_error(e ? e : -err, "%s: cannot connect: %s", uri,
+		                why && *why ? why : "the server closed the "
+		                                    "connection");
+	}
+	return 0;
+}
 
 int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 {
 	struct nbd_backend *nb = calloc(1, sizeof(*nb));
-	int64_t size;
+	int64_t size, max_block;
+	int err;
 
 	if (!nb)
 		return bm_error(ENOMEM, "out of memory");
@@ -294,13 +607,11 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 		return bm_error(ENOMEM, "%s: %s", uri, nbd_get_error());
 	}
 	nbd_set_uri_allow_local_file(nb->h, true);
-	if (nbd_connect_uri(nb->h, uri) < 0) {
-		int err = nbd_get_errno();
-		bm_error(err ? err : EIO, "%s: cannot connect: %s", uri,
-		         nbd_get_error());
+	err = connect_with_deadline(nb->h, uri);
+	if (err < 0) {
 		nbd_close(nb->h);
 		free(nb);
-		return err ? -err : -EIO;
+		return err;
 	}
 	size = nbd_get_size(nb->h);
 	if (size < 0 || nbd_is_read_only(nb->h) == 1) {
@@ -317,17 +628,20 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nb->base.size = (uint64_t)size;
 	nb->base.rotational = nbd_is_rotational(nb->h) == 1;
 	nb->can_fua = nbd_can_fua(nb->h) == 1;
-	nb->can_trim = nbd_can_trim(nb->h) == 1;
 	nb->can_zero = nbd_can_zero(nb->h) == 1;
 	nb->can_flush = nbd_can_flush(nb->h) == 1;
+	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
+	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
+	                        ? (uint32_t)max_block : 0;
+	nb->fd = nbd_aio_get_fd(nb->h);
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&nb->done_lock, NULL);
-	if (nb->wake_fd < 0 ||
+	pthread_mutex_init(&nb->lock, NULL);
+	if (nb->fd < 0 || nb->wake_fd < 0 ||
 	    pthread_create(&nb->loop, NULL, loop_main, nb) != 0) {
 		if (nb->wake_fd >= 0)
 			close(nb->wake_fd);
 		nbd_close(nb->h);
-		pthread_mutex_destroy(&nb->done_lock);
+		pthread_mutex_destroy(&nb->lock);
 		free(nb);
 		return bm_error(EAGAIN, "%s: cannot start the I/O thread", uri);
 	}

@@ -1,0 +1,26 @@
+# A control socket that accepts but never answers (a wedged server) makes
+# `blkmirror status` fail with a time-out after about 10 s instead of
+# hanging for ever.
+. "$(dirname "$0")/lib.sh"
+need python3
+mkimg 16 a b
+bm label -n m0 "$T/a" "$T/b"
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(4)
+open(sys.argv[2], "w").close()
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)   # read nothing, answer nothing
+' "$T/state/m0.ctl" "$T/listening" &
+PIDS+=($!)
+for _ in $(seq 1 100); do [ -e "$T/listening" ] && break; sleep 0.05; done
+[ -e "$T/listening" ] || fail "fake control socket did not start"
+start=$SECONDS
+rc=0; out=$(timeout 30 "$BLKMIRROR" status m0 2>&1) || rc=$?
+[ $rc -ne 124 ] || fail "status hung (killed after 30 s)"
+[ $rc -eq 1 ] || fail "status exited $rc: $out"
+echo "$out" | grep -q "m0: Connection timed out" || fail "status said: $out"
+[ $((SECONDS - start)) -le 15 ] || fail "status took $((SECONDS - start)) s"
+echo "ok: $out"
