@@ -34,6 +34,7 @@
 #include "nbd_parse.h"
 #include "nbd_proto.h"
 #include "nbd_server.h"
+#include "unix_socket.h"
 
 #define REPLY_SEND_TIMEOUT_S 30
 
@@ -42,6 +43,7 @@ struct bm_nbd_server {
 	struct bm_nbd_export exp;
 	char export_name[BM_NAME_MAX + 1];
 	char unix_path[108];
+	struct bm_sock_id unix_id; /* the socket we bound: the only one removed */
 	int listen_fd[2];
 	int nlisten;
 	int wake_pipe[2];
@@ -326,25 +328,14 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-static int listen_unix(const char *path, int *out)
+/* Never replaces anything but a stale socket (unix_socket.c), and records
+ * the inode so that stop removes only the socket this server bound. */
+static int listen_unix(const char *path, int *out, struct bm_sock_id *id)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd = bm_unix_socket_listen(path, 64, id);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return bm_error(ENAMETOOLONG, "socket path %s is too long (at most "
-		                "%zu bytes)", path, sizeof(sa.sun_path) - 1);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return bm_error(errno, "socket: %s", strerror(errno));
-	unlink(path); /* a stale socket from an earlier run */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 64) < 0) {
-		int err = errno;
-		close(fd);
-		return bm_error(err, "cannot listen on %s: %s", path, strerror(err));
-	}
+		return fd;
 	*out = fd;
 	return 0;
 }
@@ -412,7 +403,7 @@ int bm_nbd_server_listen(const char *unix_path, const char *tcp,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (unix_path) {
-		err = listen_unix(unix_path, &s->listen_fd[s->nlisten]);
+		err = listen_unix(unix_path, &s->listen_fd[s->nlisten], &s->unix_id);
 		if (err < 0)
 			goto fail;
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", unix_path);
@@ -439,7 +430,7 @@ fail:
 	for (int i = 0; i < s->nlisten; i++)
 		close(s->listen_fd[i]);
 	if (s->unix_path[0])
-		unlink(s->unix_path);
+		bm_unix_socket_remove(s->unix_path, &s->unix_id);
 	free(s);
 	return err;
 }
@@ -472,7 +463,7 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 	for (int i = 0; i < s->nlisten; i++)
 		close(s->listen_fd[i]);
 	if (s->unix_path[0])
-		unlink(s->unix_path);
+		bm_unix_socket_remove(s->unix_path, &s->unix_id);
 	/* Stop reading new requests; in-flight ones still reply. */
 	pthread_mutex_lock(&s->lock);
 	for (struct conn *c = s->conns; c; c = c->next)
@@ -485,4 +476,60 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	free(s);
+}
+
+int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	pthread_mutex_lock(&s->lock);
+	for (struct conn *c = s->conns; c; c = c->next) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char who[300] = "a client";
+
+		if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+			if (ss.ss_family == AF_UNIX) {
+				struct ucred cr;
+				socklen_t cl = sizeof(cr);
+				char comm[64] = "", p[64];
+				FILE *f;
+				if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr,
+				               &cl) == 0 && cr.pid > 0) {
+					snprintf(p, sizeof(p), "/proc/%d/comm", (int)cr.pid);
+					if ((f = fopen(p, "re")) != NULL) {
+						if (fgets(comm, sizeof(comm), f))
+							comm[strcspn(comm, "\n")] = '\0';
+						fclose(f);
+					}
+					snprintf(who, sizeof(who), "pid %d%s%s%s on the unix "
+					         "socket", (int)cr.pid, comm[0] ? " (" : "",
+					         comm, comm[0] ? ")" : "");
+				} else {
+					snprintf(who, sizeof(who), "a client on the unix "
+					         "socket");
+				}
+			} else {
+				char host[INET6_ADDRSTRLEN + 8], port[16];
+				if (getnameinfo((struct sockaddr *)&ss, sl, host,
+				                sizeof(host), port, sizeof(port),
+				                NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+					snprintf(who, sizeof(who), "tcp %s%s%s:%s",
+					         ss.ss_family == AF_INET6 ? "[" : "", host,
+					         ss.ss_family == AF_INET6 ? "]" : "", port);
+			}
+		}
+		if (used < len) {
+			int k = snprintf(buf + used, len - used, "%s%s", n ? ", " : "",
+			                 who);
+			if (k > 0)
+				used += (size_t)k;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }

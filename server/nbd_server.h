@@ -7,6 +7,7 @@
 #ifndef BM_NBD_SERVER_H
 #define BM_NBD_SERVER_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "blkmirror.h"
@@ -34,6 +35,9 @@ int bm_nbd_server_listen(const char *unix_path, const char *tcp,
 /* Starts accepting clients for mirror m as export_name. */
 int bm_nbd_server_run(struct bm_nbd_server *s, bm_mirror *m,
                       const char *export_name);
+/* The clients connected now: returns their number and writes who they are
+ * ("pid 12 (nbdfuse) on the unix socket, tcp 10.0.0.2:51234") to buf. */
+int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len);
 /* Stops accepting, ends every connection after its in-flight requests. */
 void bm_nbd_server_stop(struct bm_nbd_server *s);
 
