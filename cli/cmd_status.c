@@ -107,6 +107,10 @@ static int ask(const char *name, pid_t pid, const char *cmd, char *reply)
 	}
 	if (strncmp(reply, "ok\n", 3) != 0) {
 		const char *msg = strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply;
+		size_t nl = strlen(name);
+		/* A message that starts with the name already says whose. */
+		if (strncmp(msg, name, nl) == 0 && msg[nl] == ' ')
+			return cli_fail("%.*s", (int)strcspn(msg, "\n"), msg);
 		return cli_fail("%s: %.*s", name, (int)strcspn(msg, "\n"), msg);
 	}
 	memmove(reply, reply + 3, strlen(reply + 3) + 1);
