@@ -161,8 +161,9 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
 static int bad_option(int opt, const char *shortopts, char **argv)
 {
 	char o[3] = {'-', (char)optopt, '\0'};
-	const char *what = optopt > 0 && optopt < 128 &&
-	                   strchr(shortopts, optopt) ? o : argv[optind - 1];
+	const char *arg = argv[optind - 1];
+	const char *what = strncmp(arg, "--", 2) != 0 && optopt > 0 &&
+	                   optopt < 128 && strchr(shortopts, optopt) ? o : arg;
 
 	if (opt == ':')
 		return cli_usage("serve: option %s needs a value; %s", what,

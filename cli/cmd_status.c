@@ -44,8 +44,9 @@ static int bad_option(const char *verb, const char *usage, int opt,
                       const char *shortopts, char **argv)
 {
 	char o[3] = {'-', (char)optopt, '\0'};
-	const char *what = optopt > 0 && optopt < 128 &&
-	                   strchr(shortopts, optopt) ? o : argv[optind - 1];
+	const char *arg = argv[optind - 1];
+	const char *what = strncmp(arg, "--", 2) != 0 && optopt > 0 &&
+	                   optopt < 128 && strchr(shortopts, optopt) ? o : arg;
 
 	if (opt == ':')
 		return cli_usage("%s: option %s needs a value; %s", verb, what,
