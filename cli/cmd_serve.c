@@ -102,10 +102,10 @@ static void stop_request(struct serve_state *st, bool force, char *out,
 	int n = bm_nbd_server_clients(st->srv, who, sizeof(who));
 
 	if (n > 0 && !force) {
-		snprintf(out, len, "error %s has %d NBD client%s connected (%s); "
-		         "unmount or disconnect %s first, or use 'blkmirror stop "
-		         "-f %s'\n", st->name, n, n == 1 ? "" : "s", who,
-		         n == 1 ? "it" : "them", st->name);
+		snprintf(out, len, "error %s has %d NBD connection%s open (%s); "
+		         "unmount or disconnect the client%s first, or use "
+		         "'blkmirror stop -f %s'\n", st->name, n, n == 1 ? "" : "s",
+		         who, n == 1 ? "" : "s", st->name);
 		return;
 	}
 	snprintf(out, len, "ok\n");

@@ -478,58 +478,80 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 	free(s);
 }
 
+/* Who is at the other end of one connection. */
+static void describe_peer(int fd, char *who, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	snprintf(who, len, "a client");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_UNIX) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		char comm[64] = "", p[64];
+		FILE *f;
+		snprintf(who, len, "a client on the unix socket");
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+		    cr.pid <= 0)
+			return;
+		snprintf(p, sizeof(p), "/proc/%d/comm", (int)cr.pid);
+		if ((f = fopen(p, "re")) != NULL) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+		snprintf(who, len, "pid %d%s%s%s on the unix socket", (int)cr.pid,
+		         comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
+	} else {
+		char host[INET6_ADDRSTRLEN + 8], port[16];
+		if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port,
+		                sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+			snprintf(who, len, "tcp %s%s%s:%s",
+			         ss.ss_family == AF_INET6 ? "[" : "", host,
+			         ss.ss_family == AF_INET6 ? "]" : "", port);
+	}
+}
+
+/* Connections from one peer (a multi-conn client opens several) are told
+ * once, with their number. */
 int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len)
 {
+	enum { MAX_PEERS = 16 };
+	struct { char who[200]; int count; } peers[MAX_PEERS];
 	size_t used = 0;
-	int n = 0;
+	int n = 0, np = 0, others = 0;
 
-	if (len)
-		buf[0] = '\0';
 	pthread_mutex_lock(&s->lock);
-	for (struct conn *c = s->conns; c; c = c->next) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		char who[300] = "a client";
-
-		if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
-			if (ss.ss_family == AF_UNIX) {
-				struct ucred cr;
-				socklen_t cl = sizeof(cr);
-				char comm[64] = "", p[64];
-				FILE *f;
-				if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr,
-				               &cl) == 0 && cr.pid > 0) {
-					snprintf(p, sizeof(p), "/proc/%d/comm", (int)cr.pid);
-					if ((f = fopen(p, "re")) != NULL) {
-						if (fgets(comm, sizeof(comm), f))
-							comm[strcspn(comm, "\n")] = '\0';
-						fclose(f);
-					}
-					snprintf(who, sizeof(who), "pid %d%s%s%s on the unix "
-					         "socket", (int)cr.pid, comm[0] ? " (" : "",
-					         comm, comm[0] ? ")" : "");
-				} else {
-					snprintf(who, sizeof(who), "a client on the unix "
-					         "socket");
-				}
-			} else {
-				char host[INET6_ADDRSTRLEN + 8], port[16];
-				if (getnameinfo((struct sockaddr *)&ss, sl, host,
-				                sizeof(host), port, sizeof(port),
-				                NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-					snprintf(who, sizeof(who), "tcp %s%s%s:%s",
-					         ss.ss_family == AF_INET6 ? "[" : "", host,
-					         ss.ss_family == AF_INET6 ? "]" : "", port);
-			}
+	for (struct conn *c = s->conns; c; c = c->next, n++) {
+		char who[200];
+		int k;
+		describe_peer(c->fd, who, sizeof(who));
+		for (k = 0; k < np && strcmp(peers[k].who, who) != 0; k++)
+			;
+		if (k < np) {
+			peers[k].count++;
+		} else if (np < MAX_PEERS) {
+			snprintf(peers[np].who, sizeof(peers[np].who), "%s", who);
+			peers[np++].count = 1;
+		} else {
+			others++;
 		}
-		if (used < len) {
-			int k = snprintf(buf + used, len - used, "%s%s", n ? ", " : "",
-			                 who);
-			if (k > 0)
-				used += (size_t)k;
-		}
-		n++;
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (len)
+		buf[0] = '\0';
+	for (int k = np - 1; k >= 0 && used < len; k--) {
+		int w = peers[k].count > 1
+		        ? snprintf(buf + used, len - used, "%s%d from %s",
+		                   used ? ", " : "", peers[k].count, peers[k].who)
+		        : snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+		                   peers[k].who);
+		if (w > 0)
+			used += (size_t)w;
+	}
+	if (others && used < len)
+		snprintf(buf + used, len - used, ", %d more", others);
 	return n;
 }
