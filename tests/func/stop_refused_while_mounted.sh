@@ -10,9 +10,11 @@ losetup -f >/dev/null 2>&1 || skip "no free loop device"
 FUSER=$(command -v fusermount3 || command -v fusermount || true)
 LOOP=
 unmount_all() {
-  mountpoint -q "$T/fs" 2>/dev/null && umount "$T/fs"
+  if mountpoint -q "$T/fs" 2>/dev/null; then umount "$T/fs" || umount -l "$T/fs"; fi
   [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
-  mountpoint -q "$T/fuse" 2>/dev/null && { [ -n "$FUSER" ] && "$FUSER" -u "$T/fuse" || umount -l "$T/fuse"; }
+  if mountpoint -q "$T/fuse" 2>/dev/null; then
+    { [ -n "$FUSER" ] && "$FUSER" -uz "$T/fuse"; } || umount -l "$T/fuse"
+  fi
   return 0
 }
 trap 'rc=$?; unmount_all; (exit $rc); cleanup' EXIT
