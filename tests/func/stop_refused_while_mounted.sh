@@ -12,12 +12,13 @@ LOOP=
 unmount_all() {
   if mountpoint -q "$T/fs" 2>/dev/null; then umount "$T/fs" || umount -l "$T/fs"; fi
   [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null
-  if mountpoint -q "$T/fuse" 2>/dev/null; then
+  # (a FUSE mount whose nbdfuse died is no longer a "mountpoint")
+  if grep -q " $T/fuse " /proc/mounts; then
     { [ -n "$FUSER" ] && "$FUSER" -uz "$T/fuse"; } || umount -l "$T/fuse"
   fi
   return 0
 }
-trap 'rc=$?; unmount_all; (exit $rc); cleanup' EXIT
+trap 'rc=$?; unmount_all; set +e; (exit $rc); cleanup' EXIT
 mkimg 64 a b
 bm label -n m0 "$T/a" "$T/b"
 serve m0
