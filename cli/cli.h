@@ -71,6 +71,7 @@ int cmd_status(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 
 #endif

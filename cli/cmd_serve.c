@@ -4,13 +4,23 @@
  * in-flight requests, flush, mark the components clean and exit 0.
  *
  * Signals are blocked before any thread starts and taken with sigwait() in
- * the main thread, so no handler ever runs inside the engine.
+ * the main thread, so no handler ever runs inside the engine.  SIGHUP is
+ * taken and ignored (a closed terminal or a service manager's reload must
+ * never stop a mirror uncleanly; the log is stderr, nothing to reopen).
+ *
+ * The whole life of the process is under NAME.lock (statedir.h): a second
+ * serve of the mirror is refused naming the pid, and `stop` waits for the
+ * lock to know that the components are flushed, clean and closed.  The
+ * control socket answers until the end: during the stop it says what the
+ * server is still doing ("phase"), which `stop --timeout` reports.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,69 +29,151 @@
 
 #include "cli.h"
 #include "nbd_server.h"
+#include "statedir.h"
+
+static const char serve_usage[] =
+	"usage: blkmirror serve NAME --socket PATH [--tcp [HOST:]PORT] "
+	"[--readahead SIZE]";
+
+/* What the control thread may touch.  lock orders the handler's use of m
+ * and srv against the main thread's stop: once running is false neither
+ * is used again. */
+struct serve_state {
+	pthread_mutex_t lock;
+	bool running;
+	bm_mirror *m;
+	struct bm_nbd_server *srv;
+	char name[BM_NAME_MAX + 1];
+	char phase[1024];
+};
+
+static void set_phase(struct serve_state *st, bool running, const char *fmt,
+                      ...) __attribute__((format(printf, 3, 4)));
+static void set_phase(struct serve_state *st, bool running, const char *fmt,
+                      ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&st->lock);
+	st->running = running;
+	va_start(ap, fmt);
+	vsnprintf(st->phase, sizeof(st->phase), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&st->lock);
+}
+
+static void stats_reply(bm_mirror *m, char *out, size_t len)
+{
+	struct bm_stat_row rows[BM_MAX_COMPONENTS + 1];
+	int nrows = bm_mirror_stats(m, rows, BM_MAX_COMPONENTS + 1);
+	struct timespec ts;
+	size_t used;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	used = (size_t)snprintf(out, len, "ok\nt %llu\n",
+	        (unsigned long long)ts.tv_sec * 1000000000ull +
+	        (unsigned long long)ts.tv_nsec);
+	for (int i = 0; i < nrows && used < len; i++) {
+		struct bm_stat_row *r = &rows[i];
+		used += (size_t)snprintf(out + used, len - used,
+		        "row %d %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		        "%llu %llu %s\n", r->queue,
+		        (unsigned long long)r->reads,
+		        (unsigned long long)r->read_bytes,
+		        (unsigned long long)r->read_ns,
+		        (unsigned long long)r->writes,
+		        (unsigned long long)r->write_bytes,
+		        (unsigned long long)r->write_ns,
+		        (unsigned long long)r->deletes,
+		        (unsigned long long)r->delete_bytes,
+		        (unsigned long long)r->delete_ns,
+		        (unsigned long long)r->busy_ns,
+		        (unsigned long long)r->errors, r->name);
+	}
+}
+
+/* "stop" refuses while NBD clients are connected; "stop force" does not.
+ * Either only asks the main thread (SIGTERM) and returns at once: the
+ * caller waits for NAME.lock. */
+static void stop_request(struct serve_state *st, bool force, char *out,
+                         size_t len)
+{
+	char who[700];
+	int n = bm_nbd_server_clients(st->srv, who, sizeof(who));
+
+	if (n > 0 && !force) {
+		snprintf(out, len, "error %s has %d NBD connection%s open (%s); "
+		         "unmount or disconnect the client%s first, or use "
+		         "'blkmirror stop -f %s'\n", st->name, n, n == 1 ? "" : "s",
+		         who, n == 1 ? "" : "s", st->name);
+		return;
+	}
+	snprintf(out, len, "ok\n");
+	kill(getpid(), SIGTERM);
+}
 
 static int control_handler_fn(void *ctx, const char *cmd, char *out,
                               size_t len)
 {
-	bm_mirror *m = ctx;
+	struct serve_state *st = ctx;
 	char alg[64];
 	unsigned slice = 0;
 	int n;
 
+	pthread_mutex_lock(&st->lock);
 	if (strcmp(cmd, "ping") == 0) {
 		snprintf(out, len, "ok\n");
+	} else if (strcmp(cmd, "phase") == 0) {
+		snprintf(out, len, "ok\n%s\n", st->phase);
+	} else if (!st->running) {
+		if (strncmp(cmd, "stop", 4) == 0)
+			snprintf(out, len, "ok\n");
+		else
+			snprintf(out, len, "error %s is stopping: %s\n", st->name,
+			         st->phase);
 	} else if (strcmp(cmd, "status") == 0 || strcmp(cmd, "list") == 0) {
 		n = snprintf(out, len, "ok\n");
 		if (cmd[0] == 's')
-			bm_mirror_status(m, out + n, len - (size_t)n);
+			bm_mirror_status(st->m, out + n, len - (size_t)n);
 		else
-			bm_mirror_list(m, out + n, len - (size_t)n);
+			bm_mirror_list(st->m, out + n, len - (size_t)n);
 	} else if (sscanf(cmd, "configure %63s %u", alg, &slice) >= 1) {
 		int b = bm_balance_parse(alg);
 		if (b < 0)
 			snprintf(out, len, "error unknown balance algorithm '%s'\n",
 			         alg);
-		else if (bm_mirror_configure(m, b, slice) < 0)
+		else if (bm_mirror_configure(st->m, b, slice) < 0)
 			snprintf(out, len, "error %s\n", bm_last_error());
 		else
 			snprintf(out, len, "ok\n");
 	} else if (strcmp(cmd, "stats") == 0) {
-		struct bm_stat_row rows[BM_MAX_COMPONENTS + 1];
-		int nrows = bm_mirror_stats(m, rows, BM_MAX_COMPONENTS + 1);
-		struct timespec ts;
-		size_t used;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		used = (size_t)snprintf(out, len, "ok\nt %llu\n",
-		        (unsigned long long)ts.tv_sec * 1000000000ull +
-		        (unsigned long long)ts.tv_nsec);
-		for (int i = 0; i < nrows && used < len; i++) {
-			struct bm_stat_row *r = &rows[i];
-			used += (size_t)snprintf(out + used, len - used,
-			        "row %d %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-			        "%llu %llu %s\n", r->queue,
-			        (unsigned long long)r->reads,
-			        (unsigned long long)r->read_bytes,
-			        (unsigned long long)r->read_ns,
-			        (unsigned long long)r->writes,
-			        (unsigned long long)r->write_bytes,
-			        (unsigned long long)r->write_ns,
-			        (unsigned long long)r->deletes,
-			        (unsigned long long)r->delete_bytes,
-			        (unsigned long long)r->delete_ns,
-			        (unsigned long long)r->busy_ns,
-			        (unsigned long long)r->errors, r->name);
-		}
-	} else if (strcmp(cmd, "stop") == 0) {
-		snprintf(out, len, "ok\n");
-		kill(getpid(), SIGTERM);
+		stats_reply(st->m, out, len);
+	} else if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "stop force") == 0) {
+		stop_request(st, cmd[4] != '\0', out, len);
 	} else {
 		snprintf(out, len, "error unknown control command\n");
 	}
+	pthread_mutex_unlock(&st->lock);
 	return 0;
+}
+
+/* One line for a wrong option, exit 2. */
+static int bad_option(int opt, const char *shortopts, char **argv)
+{
+	char o[3] = {'-', (char)optopt, '\0'};
+	const char *arg = argv[optind - 1];
+	const char *what = strncmp(arg, "--", 2) != 0 && optopt > 0 &&
+	                   optopt < 128 && strchr(shortopts, optopt) ? o : arg;
+
+	if (opt == ':')
+		return cli_usage("serve: option %s needs a value; %s", what,
+		                 serve_usage);
+	return cli_usage("serve: unknown option %s; %s", what, serve_usage);
 }
 
 int cmd_serve(int argc, char **argv)
 {
+	static const char shortopts[] = ":S:T:R:h";
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 'S'},
 		{"tcp", required_argument, NULL, 'T'},
@@ -91,20 +183,21 @@ int cmd_serve(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	static struct serve_state st = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	const char *sock = NULL, *tcp = NULL, *name;
 	struct control_server *ctl = NULL;
-	struct bm_nbd_server *srv = NULL;
-	bm_mirror *m = NULL;
-	char **paths, reply[64];
+	char **paths, holder_what[64], who[700];
 	size_t n;
 	sigset_t set;
 	uint64_t readahead = 0, io_timeout = 0, read_errors = 0;
 	bool readahead_set = false, io_timeout_set = false,
 	     read_errors_set = false;
-	int opt, sig, err;
+	int opt, sig, err, lock_fd, nclients;
+	pid_t holder;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "S:T:h", longopts, NULL)) != -1) {
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S': sock = optarg; break;
 		case 'T':
@@ -115,36 +208,41 @@ int cmd_serve(int argc, char **argv)
 		case 'R':
 			if (parse_size(optarg, &readahead) < 0 ||
 			    readahead > (64ull << 30))
-				return cli_fail("--readahead '%s' is not a size from 0 "
-				                "to 64G (e.g. 64M)", optarg);
+				return cli_usage("--readahead '%s' is not a size from 0 "
+				                 "to 64G (e.g. 64M)", optarg);
 			readahead_set = true;
 			break;
 		case 'O':
 			if (parse_size(optarg, &io_timeout) < 0 || io_timeout > 3600)
-				return cli_fail("--io-timeout '%s' is not a number of "
-				                "seconds from 0 (never) to 3600",
-				                optarg);
+				return cli_usage("--io-timeout '%s' is not a number of "
+				                 "seconds from 0 (never) to 3600",
+				                 optarg);
 			io_timeout_set = true;
 			break;
 		case 'E':
 			if (parse_size(optarg, &read_errors) < 0 ||
 			    read_errors > 1000000)
-				return cli_fail("--read-errors '%s' is not a count "
-				                "from 0 to 1000000", optarg);
+				return cli_usage("--read-errors '%s' is not a count "
+				                 "from 0 to 1000000", optarg);
 			read_errors_set = true;
 			break;
+		case 'h':
+			printf("%s\n"
+			       "Serves the mirror over NBD in the foreground until "
+			       "'blkmirror stop NAME' or SIGTERM/SIGINT\n(SIGHUP is "
+			       "ignored).  PATH must not exist, or be a stale socket "
+			       "left by a server\nthat is gone; nothing else there is "
+			       "ever replaced.\n", serve_usage);
+			return 0;
 		default:
-			return cli_fail("usage: blkmirror serve NAME --socket PATH "
-			                "[--tcp [HOST:]PORT] [--readahead SIZE] [--io-timeout SECONDS] "
-			                "[--read-errors COUNT]");
+			return bad_option(opt, shortopts, argv);
 		}
 	}
 	if (argc - optind != 1 || (!sock && !tcp))
-		return cli_fail("usage: blkmirror serve NAME --socket PATH "
-		                "[--tcp [HOST:]PORT] [--readahead SIZE]");
+		return cli_usage("%s", serve_usage);
 	name = argv[optind];
-	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
-		return cli_fail("mirror '%s' is already being served", name);
+	if (!bm_name_valid(name))
+		return cli_fail("invalid mirror name '%s'", name);
 	err = state_read_components(name, &paths, &n);
 	if (err == -ENOENT)
 		return cli_fail("no mirror named '%s' in %s; create it with "
@@ -157,6 +255,23 @@ int cmd_serve(int argc, char **argv)
 		state_free(paths, n);
 		return cli_fail("the state of '%s' lists %zu components", name, n);
 	}
+	/* Held until the process exits (the fd is closed by the kernel then,
+	 * after the components are closed). */
+	err = state_lock(name, "serve", &lock_fd, &holder, holder_what,
+	                 sizeof(holder_what));
+	if (err < 0) {
+		state_free(paths, n);
+		if (err == -EBUSY && strcmp(holder_what, "serve") == 0)
+			return cli_fail("mirror '%s' is already being served by pid "
+			                "%ld", name, (long)holder);
+		if (err == -EBUSY)
+			return cli_fail("mirror '%s' is busy: pid %ld (%s) holds "
+			                "%s/%s.lock", name, (long)holder,
+			                holder_what[0] ? holder_what : "starting",
+			                state_dir(), name);
+		return cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
+		                strerror(-err));
+	}
 
 	/* Request buffers (up to 32 MiB each) come and go all the time: keep
 	 * them on the heap, not in fresh mmaps, so that each request does not
@@ -167,52 +282,76 @@ int cmd_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	err = bm_nbd_server_listen(sock, tcp, &srv);
+	err = bm_nbd_server_listen(sock, tcp, &st.srv);
 	if (err < 0) {
 		state_free(paths, n);
 		return cli_fail("%s", bm_last_error());
 	}
-	err = bm_mirror_open(name, (const char *const *)paths, n, &m);
+	err = bm_mirror_open(name, (const char *const *)paths, n, &st.m);
 	state_free(paths, n);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());
-		bm_nbd_server_stop(srv);
+		bm_nbd_server_stop(st.srv);
 		return 1;
 	}
 	if (readahead_set)
-		bm_mirror_set_readahead(m, readahead);
+		bm_mirror_set_readahead(st.m, readahead);
 	if (io_timeout_set)
-		bm_mirror_set_io_timeout(m, (unsigned)io_timeout);
+		bm_mirror_set_io_timeout(st.m, (unsigned)io_timeout);
 	if (read_errors_set)
-		bm_mirror_set_read_error_limit(m, (unsigned)read_errors);
-	err = bm_nbd_server_run(srv, m, name);
+		bm_mirror_set_read_error_limit(st.m, (unsigned)read_errors);
+	err = bm_nbd_server_run(st.srv, st.m, name);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());
-		bm_nbd_server_stop(srv);
-		bm_mirror_close(m);
+		bm_nbd_server_stop(st.srv);
+		bm_mirror_close(st.m);
 		return 1;
 	}
-	err = control_start(name, control_handler_fn, m, &ctl);
+	snprintf(st.name, sizeof(st.name), "%s", name);
+	set_phase(&st, true, "serving");
+	err = control_start(name, control_handler_fn, &st, &ctl);
 	if (err < 0) {
-		cli_fail("cannot create the control socket in %s: %s",
-		         state_dir(), strerror(-err));
-		bm_nbd_server_stop(srv);
-		bm_mirror_close(m);
+		cli_fail("cannot create the control socket: %s", bm_last_error());
+		set_phase(&st, false, "stopping");
+		bm_nbd_server_stop(st.srv);
+		bm_mirror_close(st.m);
 		return 1;
 	}
 	fprintf(stderr, "blkmirror: serving mirror '%s' (%" PRIu64 " bytes)%s%s%s%s\n",
-	        name, bm_mirror_size(m), sock ? " on " : "", sock ? sock : "",
+	        name, bm_mirror_size(st.m), sock ? " on " : "", sock ? sock : "",
 	        tcp ? " on tcp " : "", tcp ? tcp : "");
-	do {
+	for (;;) {
 		err = sigwait(&set, &sig);
-	} while (err == EINTR);
+		if (err == EINTR)
+			continue;
+		if (err == 0 && sig == SIGHUP) {
+			fprintf(stderr, "blkmirror: %s: SIGHUP ignored; stop with "
+			        "'blkmirror stop %s' or SIGTERM\n", name, name);
+			continue;
+		}
+		break;
+	}
 	fprintf(stderr, "blkmirror: %s: stopping\n", name);
+	/* The handler is not inside m or srv once the phase says stopping. */
+	pthread_mutex_lock(&st.lock);
+	nclients = bm_nbd_server_clients(st.srv, who, sizeof(who));
+	pthread_mutex_unlock(&st.lock);
+	if (nclients > 0)
+		set_phase(&st, false, "draining %d NBD connection%s (%s)", nclients,
+		          nclients == 1 ? "" : "s", who);
+	else
+		set_phase(&st, false, "draining in-flight requests");
+	bm_nbd_server_stop(st.srv);
+	set_phase(&st, false, "flushing the components and marking their "
+	          "labels clean");
+	bm_mirror_close(st.m);
+	set_phase(&st, false, "exiting");
 	control_stop(ctl);
-	bm_nbd_server_stop(srv);
-	bm_mirror_close(m);
+	state_lock_note(lock_fd, "stopped cleanly");
 	fprintf(stderr, "blkmirror: %s: stopped cleanly\n", name);
 	return 0;
 }

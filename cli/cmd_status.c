@@ -1,53 +1,66 @@
 /*
- * blkmirror status, list, configure and stop.  A running mirror answers on
- * its control socket; a stopped one is described from its labels.
+ * blkmirror status, list, configure, stop and forget: the verbs about known
+ * mirrors.  "Running" means NAME.lock is held (statedir.h); a running
+ * mirror is asked over its control socket and its components are never
+ * opened here; a stopped one is described from its labels.
  *
- * status exits 0 when every mirror shown is COMPLETE, 2 when one is
- * DEGRADED, 3 when one is not running, 1 on error (mdadm --detail --test
- * in spirit: scripts can tell).
+ * status exit status (also in `status --help`):
+ *   1  an error: unknown name, a server that cannot be asked (permission
+ *      denied on its control socket, not answering);
+ *   2  otherwise, when a running mirror shown is DEGRADED;
+ *   3  otherwise, when a mirror named on the command line is stopped, or,
+ *      without names, when mirrors are known but none is running;
+ *   0  otherwise (every running mirror COMPLETE; stopped mirrors listed
+ *      without names do not change this).
+ * mdadm --detail --test in spirit, but a stopped mirror never hides a
+ * degraded one.
+ *
+ * Every verb takes its options anywhere on the line; a wrong command line
+ * is one line on stderr and exit 2, a refused or failed request exit 1.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "statedir.h"
 
 #define REPLY_MAX (256 * 1024)
 
-/* Calls the running server; prints its text on success.  Returns 0, or
- * -ENOENT when the mirror is not running, or 1 after printing an error. */
-static int call_and_print(const char *name, const char *cmd, bool print)
-{
-	char *reply = malloc(REPLY_MAX);
-	int err;
+static const char status_usage[] = "usage: blkmirror status [--json] [NAME...]";
+static const char list_usage[] = "usage: blkmirror list [NAME...]";
+static const char configure_usage[] =
+	"usage: blkmirror configure -b ALGORITHM [-s SLICE] NAME";
+static const char stop_usage[] =
+	"usage: blkmirror stop [-f] [--timeout SECONDS] NAME...";
+static const char forget_usage[] = "usage: blkmirror forget [-f] NAME...";
 
-	if (!reply)
-		return cli_fail("out of memory");
-	err = control_call(name, cmd, reply, REPLY_MAX);
-	if (err < 0) {
-		free(reply);
-		return err == -ENOENT ? -ENOENT
-		                      : cli_fail("%s: %s", name, strerror(-err));
-	}
-	if (strncmp(reply, "ok\n", 3) != 0) {
-		const char *msg = strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply;
-		cli_fail("%s: %.*s", name, (int)strcspn(msg, "\n"), msg);
-		free(reply);
-		return 1;
-	}
-	if (print)
-		fputs(reply + 3, stdout);
-	err = strstr(reply, "DEGRADED") ? 2 : 0;
-	free(reply);
-	return err;
+/* One line for a wrong option, exit 2. */
+static int bad_option(const char *verb, const char *usage, int opt,
+                      const char *shortopts, char **argv)
+{
+	char o[3] = {'-', (char)optopt, '\0'};
+	const char *arg = argv[optind - 1];
+	const char *what = strncmp(arg, "--", 2) != 0 && optopt > 0 &&
+	                   optopt < 128 && strchr(shortopts, optopt) ? o : arg;
+
+	if (opt == ':')
+		return cli_usage("%s: option %s needs a value; %s", verb, what,
+		                 usage);
+	return cli_usage("%s: unknown option %s; %s", verb, what, usage);
 }
 
 static int known_mirror(const char *name, char ***paths, size_t *n)
 {
-	int err = state_read_components(name, paths, n);
+	int err;
 
+	if (!bm_name_valid(name))
+		return cli_fail("invalid mirror name '%s'", name);
+	err = state_read_components(name, paths, n);
 	if (err == -ENOENT)
 		return cli_fail("no mirror named '%s' in %s", name, state_dir());
 	if (err < 0)
@@ -56,175 +69,699 @@ static int known_mirror(const char *name, char ***paths, size_t *n)
 	return 0;
 }
 
-static int status_offline(const char *name, bool header)
+/* 1 running (pid set), 0 stopped, or the exit status 1 after an error
+ * message (returned as -1). */
+static int running(const char *name, pid_t *pid)
 {
-	char **paths;
-	size_t n;
-	int w = (int)strlen(name) > 4 ? (int)strlen(name) : 4;
+	char what[64];
+	int r = state_lock_holder(name, pid, what, sizeof(what));
 
-	if (known_mirror(name, &paths, &n))
-		return 1;
-	if (header)
-		printf("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
-	for (size_t i = 0; i < n; i++) {
-		char st[600];
-		bm_label_state(paths[i], name, st, sizeof(st));
-		printf("%-*s  %-8s  %s (%s)\n", w, i ? "" : name,
-		       i ? "" : "STOPPED", paths[i], st);
+	if (r < 0) {
+		cli_fail("cannot tell whether '%s' is running: %s/%s.lock: %s",
+		         name, state_dir(), name, strerror(-r));
+		return -1;
 	}
-	state_free(paths, n);
-	return 3;
+	return r;
 }
 
-static int status_one(const char *name, bool header)
+/* Asks a running server.  0 with the text after "ok\n" in reply; 1 after
+ * printing one line (permission denied, no answer, an error reply). */
+static int ask(const char *name, pid_t pid, const char *cmd, char *reply)
 {
-	char **paths;
-	size_t n;
-	int rc;
+	char ctl[4096];
+	int err = control_call(name, cmd, reply, REPLY_MAX);
 
-	if (!bm_name_valid(name))
-		return cli_fail("invalid mirror name '%s'", name);
+	if (err < 0) {
+		state_path(ctl, sizeof(ctl), name, ".ctl");
+		if (err == -EACCES || (access(ctl, F_OK) == 0 &&
+		                       access(ctl, W_OK) < 0 && errno == EACCES))
+			return cli_fail("%s: permission denied on its control socket "
+			                "%s (served by pid %ld); run this as root or as "
+			                "the user that serves it", name, ctl,
+			                (long)pid);
+		if (err == -ENOENT)
+			return cli_fail("%s is running (pid %ld) but does not answer "
+			                "on %s (starting or stopping); try again",
+			                name, (long)pid, ctl);
+		return cli_fail("%s: control socket %s: %s", name, ctl,
+		                strerror(-err));
+	}
+	if (strncmp(reply, "ok\n", 3) != 0) {
+		const char *msg = strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply;
+		size_t nl = strlen(name);
+		/* A message that starts with the name already says whose. */
+		if (strncmp(msg, name, nl) == 0 && msg[nl] == ' ')
+			return cli_fail("%.*s", (int)strcspn(msg, "\n"), msg);
+		return cli_fail("%s: %.*s", name, (int)strcspn(msg, "\n"), msg);
+	}
+	memmove(reply, reply + 3, strlen(reply + 3) + 1);
+	return 0;
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+struct comp_view {
+	char path[4096];
+	char state[32];     /* ACTIVE SYNCHRONIZING FAILED ABSENT (running);
+	                     * CLEAN DIRTY SYNCHRONIZING ABSENT (stopped) */
+	int sync_pct;       /* -1 when not synchronizing */
+	char reason[512];
+};
+
+struct mirror_view {
+	char name[BM_NAME_MAX + 1];
+	char state[16];     /* COMPLETE DEGRADED STOPPED */
+	long pid;
+	int n;
+	struct comp_view comp[BM_MAX_COMPONENTS];
+	char note[512];
+};
+
+/* Parses one component row of the server's status text (lib/status.c):
+ * "NAME  STATUS    PATH (STATE[, N%|: REASON])", the first two columns
+ * padded to the width of the name.  The path ends at the first " (STATE"
+ * after the status column. */
+static void parse_row(const char *line, size_t w, struct mirror_view *v)
+{
+	static const char *const states[] = {"ACTIVE", "SYNCHRONIZING", "FAILED",
+	                                     "ABSENT"};
+	struct comp_view *c;
+	const char *path, *best = NULL, *st = NULL;
+
+	if (strlen(line) < w + 12 || v->n >= BM_MAX_COMPONENTS)
+		return;
+	if (v->n == 0)
+		snprintf(v->state, sizeof(v->state), "%.8s", line + w + 2);
+	v->state[strcspn(v->state, " ")] = '\0';
+	path = line + w + 12;
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		for (const char *p = strstr(path, " ("); p; p = strstr(p + 1, " (")) {
+			size_t k = strlen(states[i]);
+			if (strncmp(p + 2, states[i], k) == 0 &&
+			    strchr("),:", p[2 + k]) && (!best || p < best)) {
+				best = p;
+				st = states[i];
+				break;
+			}
+		}
+	}
+	if (!best)
+		return;
+	c = &v->comp[v->n++];
+	snprintf(c->path, sizeof(c->path), "%.*s", (int)(best - path), path);
+	snprintf(c->state, sizeof(c->state), "%s", st);
+	c->sync_pct = -1;
+	const char *rest = best + 2 + strlen(st);
+	if (rest[0] == ',')
+		c->sync_pct = atoi(rest + 1);
+	else if (rest[0] == ':') {
+		size_t len = strlen(rest + 2);
+		if (len && rest[2 + len - 1] == ')')
+			len--;
+		snprintf(c->reason, sizeof(c->reason), "%.*s", (int)len, rest + 2);
+	}
+}
+
+static void parse_status(const char *text, struct mirror_view *v)
+{
+	size_t w = strlen(v->name) > 4 ? strlen(v->name) : 4;
+	char line[8192];
+
+	while (*text) {
+		size_t len = strcspn(text, "\n");
+		snprintf(line, sizeof(line), "%.*s", (int)len, text);
+		text += len + (text[len] == '\n');
+		if (strncmp(line, "Note: ", 6) == 0)
+			snprintf(v->note, sizeof(v->note), "%.*s", (int)sizeof(v->note) - 1, line + 6);
+		else if (strncmp(line, "Name ", 5) != 0)
+			parse_row(line, w, v);
+	}
+}
+
+/* A stopped mirror, from its labels: bm_label_state's text. */
+static void offline_view(char **paths, size_t n, struct mirror_view *v,
+                         char details[][600])
+{
+	snprintf(v->state, sizeof(v->state), "STOPPED");
+	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++) {
+		struct comp_view *c = &v->comp[v->n++];
+		char *d = details[i];
+		bm_label_state(paths[i], v->name, d, 600);
+		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
+		c->sync_pct = -1;
+		if (strncmp(d, "ABSENT: ", 8) == 0) {
+			snprintf(c->state, sizeof(c->state), "ABSENT");
+			snprintf(c->reason, sizeof(c->reason), "%s", d + 8);
+		} else if (strncmp(d, "synchronizing ", 14) == 0) {
+			snprintf(c->state, sizeof(c->state), "SYNCHRONIZING");
+			c->sync_pct = atoi(d + 14);
+		} else {
+			snprintf(c->state, sizeof(c->state), "%s",
+			         strncmp(d, "dirty", 5) == 0 ? "DIRTY" : "CLEAN");
+		}
+	}
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void json_mirror(const struct mirror_view *v, bool first)
+{
+	printf("%s\n  {\"name\": ", first ? "" : ",");
+	json_str(v->name);
+	printf(", \"state\": ");
+	json_str(v->state);
+	printf(", \"running\": %s, \"pid\": ", v->pid ? "true" : "false");
+	if (v->pid)
+		printf("%ld", v->pid);
+	else
+		printf("null");
+	printf(", \"note\": ");
+	if (v->note[0])
+		json_str(v->note);
+	else
+		printf("null");
+	printf(", \"components\": [");
+	for (int i = 0; i < v->n; i++) {
+		const struct comp_view *c = &v->comp[i];
+		printf("%s\n    {\"path\": ", i ? "," : "");
+		json_str(c->path);
+		printf(", \"state\": ");
+		json_str(c->state);
+		printf(", \"sync_percent\": ");
+		if (c->sync_pct >= 0)
+			printf("%d", c->sync_pct);
+		else
+			printf("null");
+		printf(", \"reason\": ");
+		if (c->reason[0])
+			json_str(c->reason);
+		else
+			printf("null");
+		printf("}");
+	}
+	printf("%s]}", v->n ? "\n  " : "");
+}
+
+/* Shows one mirror.  Returns 0 COMPLETE, 2 DEGRADED, 3 stopped, 1 error. */
+static int status_one(const char *name, bool json, bool *first_json)
+{
+	struct mirror_view *v;
+	char **paths, *reply = NULL;
+	char (*details)[600] = NULL;
+	size_t n;
+	pid_t pid;
+	int rc, r;
+
 	if (known_mirror(name, &paths, &n))
 		return 1;
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		state_free(paths, n);
+		return cli_fail("out of memory");
+	}
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	r = running(name, &pid);
+	if (r < 0) {
+		rc = 1;
+	} else if (r == 1) {
+		v->pid = (long)pid;
+		reply = malloc(REPLY_MAX);
+		if (!reply)
+			rc = cli_fail("out of memory");
+		else
+			rc = ask(name, pid, "status", reply);
+		if (rc == 0) {
+			parse_status(reply, v);
+			if (!json)
+				fputs(reply, stdout);
+			rc = strcmp(v->state, "DEGRADED") == 0 ? 2 : 0;
+		}
+	} else {
+		int w = (int)strlen(name) > 4 ? (int)strlen(name) : 4;
+		details = calloc(BM_MAX_COMPONENTS, sizeof(*details));
+		if (!details) {
+			rc = cli_fail("out of memory");
+			goto out;
+		}
+		offline_view(paths, n, v, details);
+		if (!json) {
+			printf("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
+			for (int i = 0; i < v->n; i++)
+				printf("%-*s  %-8s  %s (%s)\n", w, i ? "" : name,
+				       i ? "" : "STOPPED", v->comp[i].path, details[i]);
+		}
+		rc = 3;
+	}
+	if (json && rc != 1) {
+		json_mirror(v, *first_json);
+		*first_json = false;
+	}
+out:
+	free(details);
+	free(reply);
+	free(v);
 	state_free(paths, n);
-	rc = call_and_print(name, "status", header);
-	if (rc == -ENOENT)
-		return status_offline(name, header);
 	return rc;
+}
+
+static void status_help(void)
+{
+	printf("%s\n"
+	       "Shows each mirror (all known mirrors without NAME): its state "
+	       "(COMPLETE, DEGRADED,\nSTOPPED) and its components.  A running "
+	       "mirror is asked over its control socket;\na stopped one is "
+	       "described from its labels.\n"
+	       "  --json  one object per mirror in a JSON array: name, state, "
+	       "running, pid, note,\n          components (path, state, "
+	       "sync_percent, reason)\n"
+	       "Exit status: 1 on an error (unknown name, permission denied on "
+	       "a control socket);\nelse 2 if a running mirror is DEGRADED; "
+	       "else 3 if a mirror named is stopped, or,\nwithout names, if "
+	       "mirrors are known but none is running; else 0.  Stopped\n"
+	       "mirrors never hide a DEGRADED one.\n", status_usage);
 }
 
 int cmd_status(int argc, char **argv)
 {
+	static const char shortopts[] = ":jh";
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false, first = true, err = false, degraded = false,
+	     stopped = false, any_running = false, named;
 	char **names;
 	size_t n;
-	int worst = 0;
+	int opt;
 
-	if (argc > 2)
-		return cli_fail("usage: blkmirror status [NAME]");
-	if (argc == 2)
-		return status_one(argv[1], true);
-	if (state_list_mirrors(&names, &n) < 0)
-		return cli_fail("cannot read %s", state_dir());
-	for (size_t i = 0; i < n; i++) {
-		int rc = status_one(names[i], true);
-		if (rc > worst)
-			worst = rc;
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'j': json = true; break;
+		case 'h': status_help(); return 0;
+		default:
+			return bad_option("status", status_usage, opt, shortopts, argv);
+		}
 	}
-	state_free(names, n);
-	return worst;
+	named = optind < argc;
+	if (named) {
+		names = argv + optind;
+		n = (size_t)(argc - optind);
+	} else if (state_list_mirrors(&names, &n) < 0) {
+		return cli_fail("cannot read %s: %s", state_dir(), strerror(errno));
+	}
+	if (json)
+		printf("[");
+	for (size_t i = 0; i < n; i++) {
+		switch (status_one(names[i], json, &first)) {
+		case 0: any_running = true; break;
+		case 2: any_running = true; degraded = true; break;
+		case 3: stopped = true; break;
+		default: err = true; break;
+		}
+	}
+	if (json)
+		printf("%s]\n", first ? "" : "\n");
+	if (!named)
+		state_free(names, n);
+	if (err)
+		return 1;
+	if (degraded)
+		return 2;
+	if (stopped && (named || !any_running))
+		return 3;
+	return 0;
 }
 
-static int list_offline(const char *name)
-{
-	char **paths;
-	size_t n;
+/* ---- list ---------------------------------------------------------------- */
 
-	if (known_mirror(name, &paths, &n))
-		return 1;
+static int list_offline(const char *name, char **paths, size_t n)
+{
 	printf("Geom name: %s\nState: STOPPED\nComponents: %zu\nConsumers:\n",
 	       name, n);
 	for (size_t i = 0; i < n; i++) {
 		char buf[4096];
 		printf("%zu. Name: %s\n", i + 1, paths[i]);
 		if (bm_label_dump(paths[i], buf, sizeof(buf)) < 0)
-			printf("   Error: %s\n", bm_last_error());
+			printf("   State: ABSENT\n   Reason: %s\n", bm_last_error());
 		else
 			fputs(buf, stdout);
 	}
-	state_free(paths, n);
 	return 0;
 }
 
 static int list_one(const char *name)
 {
-	int rc;
+	char **paths, *reply;
+	size_t n;
+	pid_t pid;
+	int rc, r;
 
-	if (!bm_name_valid(name))
-		return cli_fail("invalid mirror name '%s'", name);
-	rc = call_and_print(name, "list", true);
-	if (rc == -ENOENT)
-		return list_offline(name);
-	return rc == 2 ? 0 : rc;
+	if (known_mirror(name, &paths, &n))
+		return 1;
+	r = running(name, &pid);
+	if (r < 0) {
+		rc = 1;
+	} else if (r == 0) {
+		rc = list_offline(name, paths, n);
+	} else if (!(reply = malloc(REPLY_MAX))) {
+		rc = cli_fail("out of memory");
+	} else {
+		rc = ask(name, pid, "list", reply);
+		if (rc == 0)
+			fputs(reply, stdout);
+		free(reply);
+	}
+	state_free(paths, n);
+	return rc;
 }
 
 int cmd_list(int argc, char **argv)
 {
+	static const char shortopts[] = ":h";
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
 	char **names;
 	size_t n;
-	int rc = 0;
+	int rc = 0, opt;
+	bool named;
 
-	if (argc > 2)
-		return cli_fail("usage: blkmirror list [NAME]");
-	if (argc == 2)
-		return list_one(argv[1]);
-	if (state_list_mirrors(&names, &n) < 0)
-		return cli_fail("cannot read %s", state_dir());
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			printf("%s\nShows every label field of each mirror's "
+			       "components (all known mirrors without NAME).\n",
+			       list_usage);
+			return 0;
+		}
+		return bad_option("list", list_usage, opt, shortopts, argv);
+	}
+	named = optind < argc;
+	if (named) {
+		names = argv + optind;
+		n = (size_t)(argc - optind);
+	} else if (state_list_mirrors(&names, &n) < 0) {
+		return cli_fail("cannot read %s: %s", state_dir(), strerror(errno));
+	}
 	for (size_t i = 0; i < n; i++)
 		rc |= list_one(names[i]);
-	state_free(names, n);
+	if (!named)
+		state_free(names, n);
 	return rc;
 }
 
+/* ---- configure ----------------------------------------------------------- */
+
 int cmd_configure(int argc, char **argv)
 {
-	int balance = -1, opt, rc;
+	static const char shortopts[] = ":b:s:h";
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int balance = -1, opt, rc, r, lock_fd;
 	uint32_t slice = 0;
 	const char *name;
-	char cmd[128], **paths;
+	char cmd[128], **paths, *reply, what[64];
 	size_t n;
+	pid_t pid;
 
-	optind = 1;
-	while ((opt = getopt(argc, argv, "+b:s:h")) != -1) {
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			if (parse_balance_arg(optarg, &balance))
-				return 1;
+				return EXIT_USAGE;
 			break;
 		case 's':
 			if (parse_slice_arg(optarg, &slice))
-				return 1;
+				return EXIT_USAGE;
 			break;
+		case 'h':
+			printf("%s\nSets the read balance algorithm (and the split "
+			       "slice) of a mirror, running or not.\n",
+			       configure_usage);
+			return 0;
 		default:
-			return cli_fail("usage: blkmirror configure -b ALGORITHM "
-			                "[-s SLICE] NAME");
+			return bad_option("configure", configure_usage, opt,
+			                  shortopts, argv);
 		}
 	}
 	if (argc - optind != 1 || balance < 0)
-		return cli_fail("usage: blkmirror configure -b ALGORITHM "
-		                "[-s SLICE] NAME");
+		return cli_usage("%s", configure_usage);
 	name = argv[optind];
-	if (!bm_name_valid(name))
-		return cli_fail("invalid mirror name '%s'", name);
 	if (known_mirror(name, &paths, &n))
 		return 1;
 	snprintf(cmd, sizeof(cmd), "configure %s %u", bm_balance_name(balance),
 	         slice);
-	rc = call_and_print(name, cmd, false);
-	if (rc == -ENOENT) {
+	/* Stopped: write the labels under the lock, so that a serve cannot
+	 * start in the middle; running: ask the server. */
+	r = state_lock(name, "configure", &lock_fd, &pid, what, sizeof(what));
+	if (r == 0) {
 		rc = 0;
 		if (bm_label_configure((const char *const *)paths, n, balance,
 		                       slice) < 0)
 			rc = cli_fail("%s", bm_last_error());
+		state_unlock(lock_fd);
+	} else if (r == -EBUSY && strcmp(what, "serve") == 0) {
+		reply = malloc(REPLY_MAX);
+		rc = reply ? ask(name, pid, cmd, reply) : cli_fail("out of memory");
+		free(reply);
+	} else if (r == -EBUSY) {
+		rc = cli_fail("mirror '%s' is busy: pid %ld (%s); try again", name,
+		              (long)pid, what[0] ? what : "starting");
+	} else {
+		rc = cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
+		              strerror(-r));
 	}
 	state_free(paths, n);
 	return rc;
 }
 
-int cmd_stop(int argc, char **argv)
-{
-	char **paths;
-	size_t n;
-	int rc;
+/* ---- stop ---------------------------------------------------------------- */
 
-	if (argc != 2)
-		return cli_fail("usage: blkmirror stop NAME");
-	if (!bm_name_valid(argv[1]))
-		return cli_fail("invalid mirror name '%s'", argv[1]);
-	if (known_mirror(argv[1], &paths, &n))
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Asks the server to stop, then waits until it has released NAME.lock:
+ * the NBD clients are gone, the components flushed, marked clean and
+ * closed, the process exited. */
+static int stop_one(const char *name, bool force, unsigned timeout)
+{
+	char **paths, reply[4096], what[64];
+	size_t n;
+	pid_t pid, last;
+	double deadline;
+	int r;
+
+	if (known_mirror(name, &paths, &n))
 		return 1;
 	state_free(paths, n);
-	rc = call_and_print(argv[1], "stop", false);
-	if (rc == -ENOENT)
-		return cli_fail("mirror '%s' is not running", argv[1]);
+	r = running(name, &pid);
+	if (r < 0)
+		return 1;
+	if (r == 0)
+		return cli_fail("mirror '%s' is not running", name);
+	if (ask(name, pid, force ? "stop force" : "stop", reply))
+		return 1;
+	deadline = now_s() + timeout;
+	for (;;) {
+		r = state_lock_holder(name, &last, what, sizeof(what));
+		if (r <= 0)
+			break;
+		if (timeout && now_s() >= deadline) {
+			const char *phase = "exiting";
+			char *p = malloc(REPLY_MAX);
+			if (p && control_call(name, "phase", p, REPLY_MAX) == 0 &&
+			    strncmp(p, "ok\n", 3) == 0) {
+				p[3 + strcspn(p + 3, "\n")] = '\0';
+				phase = p + 3;
+			}
+			cli_fail("%s (pid %ld) has not stopped after %u s; it is still "
+			         "%s", name, (long)pid, timeout, phase);
+			free(p);
+			return 1;
+		}
+		usleep(20000);
+	}
+	if (r < 0)
+		return cli_fail("cannot tell whether '%s' stopped: %s", name,
+		                strerror(-r));
+	if (last == pid && strcmp(what, "stopped cleanly") == 0) {
+		printf("%s stopped cleanly\n", name);
+		return 0;
+	}
+	return cli_fail("%s: pid %ld exited without a clean stop; its next "
+	                "serve resynchronizes it", name, (long)pid);
+}
+
+int cmd_stop(int argc, char **argv)
+{
+	static const char shortopts[] = ":ft:h";
+	static const struct option longopts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	unsigned long timeout = 60;
+	bool force = false;
+	char *end;
+	int opt, rc = 0;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f': force = true; break;
+		case 't':
+			errno = 0;
+			timeout = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    timeout > 86400)
+				return cli_usage("stop: --timeout '%s' is not a number "
+				                 "of seconds (0 to 86400, 0: no limit)",
+				                 optarg);
+			break;
+		case 'h':
+			printf("%s\n"
+			       "Stops each mirror: refuses while NBD clients are "
+			       "connected (naming them) unless -f;\nthen waits until "
+			       "the server has drained, flushed, marked the labels "
+			       "clean and\nexited, and says \"NAME stopped cleanly\".  "
+			       "After --timeout SECONDS (default 60,\n0: no limit) it "
+			       "says what the server is still doing and exits 1.\n",
+			       stop_usage);
+			return 0;
+		default:
+			return bad_option("stop", stop_usage, opt, shortopts, argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("%s", stop_usage);
+	for (int i = optind; i < argc; i++)
+		rc |= stop_one(argv[i], force, (unsigned)timeout);
+	return rc;
+}
+
+/* ---- forget -------------------------------------------------------------- */
+
+/* Removes the records of a stopped mirror whose components are gone or no
+ * longer carry its label.  When some still do, only the others are
+ * dropped from the record (gmirror forget); when all do, refused unless
+ * -f. */
+static int forget_one(const char *name, bool force)
+{
+	char **paths, what[64];
+	char *keep[BM_MAX_COMPONENTS];
+	size_t n, nkeep = 0;
+	pid_t pid;
+	int fd, r, rc = 0;
+
+	if (known_mirror(name, &paths, &n))
+		return 1;
+	r = state_lock(name, "forget", &fd, &pid, what, sizeof(what));
+	if (r == -EBUSY) {
+		state_free(paths, n);
+		if (strcmp(what, "serve") == 0)
+			return cli_fail("mirror '%s' is running (pid %ld); stop it "
+			                "first", name, (long)pid);
+		return cli_fail("mirror '%s' is busy: pid %ld (%s); try again", name,
+		                (long)pid, what[0] ? what : "starting");
+	}
+	if (r < 0) {
+		state_free(paths, n);
+		return cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
+		                strerror(-r));
+	}
+	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++)
+		if (state_component_labeled(paths[i], name))
+			keep[nkeep++] = paths[i];
+	if (nkeep == 0 || force) {
+		r = state_remove_mirror(name, fd);
+		if (r < 0)
+			rc = cli_fail("cannot remove the records of '%s' from %s: %s",
+			              name, state_dir(), strerror(-r));
+		else
+			printf("Mirror %s forgotten.\n", name);
+	} else if (nkeep == n) {
+		state_unlock(fd);
+		rc = cli_fail("every component of '%s' still carries its label "
+		              "(%s%s); run 'blkmirror clear' on them first, or "
+		              "'blkmirror forget -f %s'", name, paths[0],
+		              n > 1 ? ", ..." : "", name);
+	} else {
+		r = state_write_components(name, keep, nkeep);
+		state_unlock(fd);
+		if (r < 0)
+			rc = cli_fail("cannot rewrite the record of '%s': %s", name,
+			              strerror(-r));
+		else
+			printf("%s: forgot %zu component%s that no longer carr%s its "
+			       "label; %zu left.\n", name, n - nkeep,
+			       n - nkeep == 1 ? "" : "s", n - nkeep == 1 ? "ies" : "y",
+			       nkeep);
+	}
+	state_free(paths, n);
+	return rc;
+}
+
+int cmd_forget(int argc, char **argv)
+{
+	static const char shortopts[] = ":fh";
+	static const struct option longopts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool force = false;
+	int opt, rc = 0;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f': force = true; break;
+		case 'h':
+			printf("%s\n"
+			       "Removes a stopped mirror's records from the state "
+			       "directory when its components are\ngone or no longer "
+			       "carry its label.  When only some are, those are "
+			       "dropped from the\nrecord and the mirror stays.  "
+			       "Refused while the mirror runs; refused while every\n"
+			       "component still carries the label, unless -f.  "
+			       "Labels are never touched.\n", forget_usage);
+			return 0;
+		default:
+			return bad_option("forget", forget_usage, opt, shortopts, argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("%s", forget_usage);
+	for (int i = optind; i < argc; i++)
+		rc |= forget_one(argv[i], force);
 	return rc;
 }

@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "error.h"
+#include "unix_socket.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
 #define CTL_CALL_TIMEOUT_MS 10000
@@ -105,48 +107,58 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
+/* Creates STATE_DIR/NAME.ctl (mode 0600).  The caller holds NAME.lock, so
+ * a socket found there is stale unless something else entirely put it
+ * there; either way unix_socket.c replaces only a stale socket and names
+ * anything else.  -errno with the message in bm_last_error(). */
 int control_start(const char *name, control_handler h, void *ctx,
                   struct control_server **out)
 {
 	struct control_server *c = calloc(1, sizeof(*c));
 	struct sockaddr_un sa;
+	struct bm_sock_id id;
 	mode_t old;
+	int err;
 
 	if (!c)
-		return -ENOMEM;
-	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST)
+		return bm_error(ENOMEM, "out of memory");
+	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST) {
+		err = bm_error(errno, "cannot create the state directory %s: %s",
+		               state_dir(), strerror(errno));
 		goto fail;
+	}
 	if (ctl_addr(name, &sa) < 0) {
-		errno = ENAMETOOLONG;
+		err = bm_error(ENAMETOOLONG, "the control socket path in %s is "
+		               "too long", state_dir());
 		goto fail;
 	}
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		goto fail;
-	unlink(sa.sun_path);
 	old = umask(077);
-	if (bind(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		umask(old);
-		close(c->fd);
+	c->fd = bm_unix_socket_listen(sa.sun_path, 16, &id);
+	umask(old);
+	if (c->fd < 0) {
+		err = c->fd;
 		goto fail;
 	}
-	umask(old);
-	if (listen(c->fd, 16) < 0 || pipe2(c->wake, O_CLOEXEC) < 0) {
+	if (pipe2(c->wake, O_CLOEXEC) < 0) {
+		err = bm_error(errno, "pipe: %s", strerror(errno));
 		close(c->fd);
+		unlink(sa.sun_path);
 		goto fail;
 	}
 	snprintf(c->path, sizeof(c->path), "%s", sa.sun_path);
 	c->handler = h;
 	c->ctx = ctx;
 	if (pthread_create(&c->thread, NULL, control_main, c) != 0) {
+		err = bm_error(EAGAIN, "cannot start the control thread");
 		close(c->fd);
-		errno = EAGAIN;
+		close(c->wake[0]);
+		close(c->wake[1]);
+		unlink(sa.sun_path);
 		goto fail;
 	}
 	*out = c;
 	return 0;
-fail:;
-	int err = -errno;
+fail:
 	free(c);
 	return err;
 }

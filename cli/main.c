@@ -18,12 +18,13 @@ static const struct verb {
 } verbs[] = {
 	{"label", cmd_label, "label [-fn] [-b ALGORITHM] [-s SLICE] NAME COMPONENT..."},
 	{"serve", cmd_serve, "serve NAME --socket PATH [--tcp [HOST:]PORT] [--readahead SIZE]"},
-	{"status", cmd_status, "status [NAME]"},
-	{"list", cmd_list, "list [NAME]"},
+	{"status", cmd_status, "status [--json] [NAME...]"},
+	{"list", cmd_list, "list [NAME...]"},
 	{"dump", cmd_dump, "dump COMPONENT..."},
 	{"clear", cmd_clear, "clear COMPONENT..."},
 	{"configure", cmd_configure, "configure -b ALGORITHM [-s SLICE] NAME"},
-	{"stop", cmd_stop, "stop NAME"},
+	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
+	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
 };
 

@@ -1,12 +1,19 @@
 /*
  * The state directory ($BLKMIRROR_STATE_DIR or /var/lib/blkmirror) records,
- * per mirror, the paths of its components (NAME.components, one a line) and
- * holds the running server's control socket (NAME.ctl).  The labels on the
- * components stay the truth about the mirror; this file only says where to
- * look for them.
+ * per mirror, the paths of its components (NAME.components, one a line),
+ * holds the running server's control socket (NAME.ctl) and the mirror's
+ * lock (NAME.lock, statedir.h).  The labels on the components stay the
+ * truth about the mirror; this file only says where to look for them.
+ *
+ * A component that is cleared stays listed (it shows as ABSENT: "has no
+ * blkmirror label") as long as another listed component still carries the
+ * mirror's label, the way gmirror keeps counting a disk it lost until
+ * `forget`; when none does, the mirror's records go.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "statedir.h"
 
 const char *state_dir(void)
 {
@@ -130,7 +138,18 @@ int state_list_mirrors(char ***names, size_t *n)
 	return 0;
 }
 
-/* Removes a cleared component from whichever mirror lists it. */
+int state_component_labeled(const char *path, const char *name)
+{
+	char lname[BM_NAME_MAX + 1];
+
+	return bm_label_probe(path, lname, sizeof(lname)) == 0 &&
+	       strcmp(lname, name) == 0;
+}
+
+/* After `clear PATH`: a mirror listing PATH keeps it listed (seen as
+ * missing) while another listed component still carries its label, and is
+ * forgotten when none does.  A running mirror is left alone (its component
+ * was in use, so clear did not get here for files). */
 int state_forget_component(const char *path)
 {
 	char **names;
@@ -140,27 +159,139 @@ int state_forget_component(const char *path)
 		return 0;
 	for (size_t i = 0; i < nn; i++) {
 		char **paths;
-		size_t np, keep = 0;
+		size_t np;
+		bool listed = false, labeled = false;
+		int fd;
 		if (state_read_components(names[i], &paths, &np) < 0)
 			continue;
-		for (size_t k = 0; k < np; k++) {
-			if (strcmp(paths[k], path) == 0) {
-				free(paths[k]);
-				continue;
-			}
-			paths[keep++] = paths[k];
-		}
-		if (keep != np) {
-			if (keep == 0) {
-				char p[4096];
-				if (state_path(p, sizeof(p), names[i], ".components") == 0)
-					unlink(p);
-			} else {
-				state_write_components(names[i], paths, keep);
-			}
-		}
-		state_free(paths, keep);
+		for (size_t k = 0; k < np; k++)
+			if (strcmp(paths[k], path) == 0)
+				listed = true;
+		for (size_t k = 0; listed && !labeled && k < np; k++)
+			if (strcmp(paths[k], path) != 0 &&
+			    state_component_labeled(paths[k], names[i]))
+				labeled = true;
+		state_free(paths, np);
+		if (listed && !labeled &&
+		    state_lock(names[i], "forget", &fd, NULL, NULL, 0) == 0)
+			state_remove_mirror(names[i], fd);
 	}
 	state_free(names, nn);
 	return 0;
+}
+
+static int lock_path(char *p, size_t len, const char *name)
+{
+	return state_path(p, len, name, ".lock");
+}
+
+/* Reads "PID WHAT" from an open lock file; held: someone holds it now. */
+static void read_holder(int fd, bool held, pid_t *pid, char *what, size_t len)
+{
+	char buf[128];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long v = 0;
+	int off = 0;
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (sscanf(buf, "%ld %n", &v, &off) < 1)
+		off = 0, v = 0;
+	/* Held, but still saying how the last holder ended: the new holder
+	 * has not written its line yet. */
+	if (held && strcmp(buf + off, "stopped cleanly") == 0)
+		v = 0, off = (int)strlen(buf);
+	if (pid)
+		*pid = (pid_t)v;
+	if (what && len)
+		snprintf(what, len, "%s", buf + off);
+}
+
+int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
+               char *holder_what, size_t len)
+{
+	char p[4096];
+	int f;
+
+	if (holder)
+		*holder = 0;
+	if (holder_what && len)
+		holder_what[0] = '\0';
+	if (lock_path(p, sizeof(p), name) < 0)
+		return -ENAMETOOLONG;
+	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST)
+		return -errno;
+	f = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (f < 0)
+		return -errno;
+	if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (err == -EBUSY)
+			read_holder(f, true, holder, holder_what, len);
+		close(f);
+		return err;
+	}
+	state_lock_note(f, what);
+	*fd = f;
+	return 0;
+}
+
+void state_lock_note(int fd, const char *what)
+{
+	char line[128];
+	int n = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(), what);
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)n, 0) != n)
+		return; /* the pid is a courtesy; the lock itself is the flock */
+}
+
+void state_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int state_lock_holder(const char *name, pid_t *pid, char *what, size_t len)
+{
+	char p[4096];
+	int f, held;
+
+	if (pid)
+		*pid = 0;
+	if (what && len)
+		what[0] = '\0';
+	if (lock_path(p, sizeof(p), name) < 0)
+		return -ENAMETOOLONG;
+	f = open(p, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return errno == ENOENT ? 0 : -errno;
+	held = flock(f, LOCK_SH | LOCK_NB) < 0;
+	if (held && errno != EWOULDBLOCK) {
+		int err = -errno;
+		close(f);
+		return err;
+	}
+	read_holder(f, held, pid, what, len);
+	close(f);
+	return held;
+}
+
+int state_remove_mirror(const char *name, int lock_fd)
+{
+	char p[4096];
+	struct stat st;
+	int err = 0;
+
+	if (state_path(p, sizeof(p), name, ".components") == 0 &&
+	    unlink(p) < 0 && errno != ENOENT)
+		err = -errno;
+	/* The control socket of a server that died: nothing listens (we hold
+	 * the lock), but remove only a socket. */
+	if (state_path(p, sizeof(p), name, ".ctl") == 0 && lstat(p, &st) == 0 &&
+	    S_ISSOCK(st.st_mode))
+		unlink(p);
+	if (lock_path(p, sizeof(p), name) == 0)
+		unlink(p);
+	state_unlock(lock_fd);
+	return err;
 }

@@ -50,6 +50,7 @@
 #include "nbd_parse.h"
 #include "nbd_proto.h"
 #include "nbd_server.h"
+#include "unix_socket.h"
 
 /* Budget charge of a request without data (its bookkeeping), so that a
  * flood of FLUSHes is bounded too.  A request with data is charged its
@@ -82,6 +83,7 @@ struct bm_nbd_server {
 	struct bm_nbd_export exp;
 	char export_name[BM_NAME_MAX + 1];
 	char unix_path[108];
+	struct bm_sock_id unix_id; /* the socket we bound: the only one removed */
 	int listen_fd[2];
 	int nlisten;
 	int wake_pipe[2];
@@ -711,25 +713,14 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-static int listen_unix(const char *path, int *out)
+/* Never replaces anything but a stale socket (unix_socket.c), and records
+ * the inode so that stop removes only the socket this server bound. */
+static int listen_unix(const char *path, int *out, struct bm_sock_id *id)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd = bm_unix_socket_listen(path, 64, id);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return bm_error(ENAMETOOLONG, "socket path %s is too long (at most "
-		                "%zu bytes)", path, sizeof(sa.sun_path) - 1);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return bm_error(errno, "socket: %s", strerror(errno));
-	unlink(path); /* a stale socket from an earlier run */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 64) < 0) {
-		int err = errno;
-		close(fd);
-		return bm_error(err, "cannot listen on %s: %s", path, strerror(err));
-	}
+		return fd;
 	*out = fd;
 	return 0;
 }
@@ -804,7 +795,7 @@ int bm_nbd_server_listen(const char *unix_path, const char *tcp,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	if (unix_path) {
-		err = listen_unix(unix_path, &s->listen_fd[s->nlisten]);
+		err = listen_unix(unix_path, &s->listen_fd[s->nlisten], &s->unix_id);
 		if (err < 0)
 			goto fail;
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", unix_path);
@@ -831,7 +822,7 @@ fail:
 	for (int i = 0; i < s->nlisten; i++)
 		close(s->listen_fd[i]);
 	if (s->unix_path[0])
-		unlink(s->unix_path);
+		bm_unix_socket_remove(s->unix_path, &s->unix_id);
 	budget_destroy(&s->bytes);
 	free(s);
 	return err;
@@ -867,7 +858,7 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 		close(s->listen_fd[i]);
 	}
 	if (s->unix_path[0])
-		unlink(s->unix_path);
+		bm_unix_socket_remove(s->unix_path, &s->unix_id);
 	/* Stop reading new requests (readers waiting for budget give up);
 	 * in-flight ones still reply. */
 	atomic_store(&s->stopping, true);
@@ -883,4 +874,82 @@ void bm_nbd_server_stop(struct bm_nbd_server *s)
 	pthread_cond_destroy(&s->cond);
 	budget_destroy(&s->bytes);
 	free(s);
+}
+
+/* Who is at the other end of one connection. */
+static void describe_peer(int fd, char *who, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	snprintf(who, len, "a client");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_UNIX) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		char comm[64] = "", p[64];
+		FILE *f;
+		snprintf(who, len, "a client on the unix socket");
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+		    cr.pid <= 0)
+			return;
+		snprintf(p, sizeof(p), "/proc/%d/comm", (int)cr.pid);
+		if ((f = fopen(p, "re")) != NULL) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+		snprintf(who, len, "pid %d%s%s%s on the unix socket", (int)cr.pid,
+		         comm[0] ? " (" : "", comm, comm[0] ? ")" : "");
+	} else {
+		char host[INET6_ADDRSTRLEN + 8], port[16];
+		if (getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port,
+		                sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+			snprintf(who, len, "tcp %s%s%s:%s",
+			         ss.ss_family == AF_INET6 ? "[" : "", host,
+			         ss.ss_family == AF_INET6 ? "]" : "", port);
+	}
+}
+
+/* Connections from one peer (a multi-conn client opens several) are told
+ * once, with their number. */
+int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len)
+{
+	enum { MAX_PEERS = 16 };
+	struct { char who[200]; int count; } peers[MAX_PEERS];
+	size_t used = 0;
+	int n = 0, np = 0, others = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct conn *c = s->conns; c; c = c->next, n++) {
+		char who[200];
+		int k;
+		describe_peer(c->fd, who, sizeof(who));
+		for (k = 0; k < np && strcmp(peers[k].who, who) != 0; k++)
+			;
+		if (k < np) {
+			peers[k].count++;
+		} else if (np < MAX_PEERS) {
+			snprintf(peers[np].who, sizeof(peers[np].who), "%s", who);
+			peers[np++].count = 1;
+		} else {
+			others++;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (len)
+		buf[0] = '\0';
+	for (int k = np - 1; k >= 0 && used < len; k--) {
+		int w = peers[k].count > 1
+		        ? snprintf(buf + used, len - used, "%s%d from %s",
+		                   used ? ", " : "", peers[k].count, peers[k].who)
+		        : snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+		                   peers[k].who);
+		if (w > 0)
+			used += (size_t)w;
+	}
+	if (others && used < len)
+		snprintf(buf + used, len - used, ", %d more", others);
+	return n;
 }

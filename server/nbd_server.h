@@ -7,6 +7,7 @@
 #ifndef BM_NBD_SERVER_H
 #define BM_NBD_SERVER_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "blkmirror.h"
@@ -63,6 +64,9 @@ int bm_nbd_server_set_limits(struct bm_nbd_server *s,
 /* Starts accepting clients for mirror m as export_name. */
 int bm_nbd_server_run(struct bm_nbd_server *s, bm_mirror *m,
                       const char *export_name);
+/* The clients connected now: returns their number and writes who they are
+ * ("pid 12 (nbdfuse) on the unix socket, tcp 10.0.0.2:51234") to buf. */
+int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len);
 /* Stops accepting, ends every connection after its in-flight requests
  * (and their replies, or reply_timeout_ms of a client not reading them). */
 void bm_nbd_server_stop(struct bm_nbd_server *s);

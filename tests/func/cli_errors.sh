@@ -26,24 +26,24 @@ expect_error "same disk"                   bm label m1 "$T/c" "$T/c.link"
 expect_error "same disk"                   bm label m1 "$T/c.hard" "$T/c"
 expect_error "already a component of mirror 'm0'" bm label m1 "$T/c" "$T/a"
 expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
-expect_error "usage: blkmirror serve"      bm serve m0
-expect_error "usage: blkmirror serve"      bm serve --socket "$T/s"
+expect_usage "usage: blkmirror serve"      bm serve m0
+expect_usage "usage: blkmirror serve"      bm serve --socket "$T/s"
 expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
 expect_usage "HOST:PORT"                   bm serve m0 --tcp 12a45
 expect_usage "HOST:PORT"                   bm serve m0 --tcp localhost:
-expect_error "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead lots
+expect_usage "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead lots
 expect_error "too long"                    bm serve m0 --socket "$T/$(printf 'x%.0s' $(seq 1 120))"
 expect_error "has no blkmirror label"      bm dump "$T/c"
 expect_error "no such file"                bm dump "$T/missing"
 expect_error "has no blkmirror label"      bm clear "$T/c"
-expect_error "unknown balance algorithm"   bm configure -b fastest m0
-expect_error "usage: blkmirror configure"  bm configure m0
+expect_usage "unknown balance algorithm"   bm configure -b fastest m0
+expect_usage "usage: blkmirror configure"  bm configure m0
 expect_error "no mirror named 'nope'"      bm configure -b load nope
 expect_error "no mirror named 'nope'"      bm status nope
 expect_error "invalid mirror name"         bm status ../etc
 expect_error "not running"                 bm stop m0
 expect_error "no mirror named 'nope'"      bm stop nope
-expect_error "usage: blkmirror stop"       bm stop
+expect_usage "usage: blkmirror stop"       bm stop
 
 after=$(cat "$T/a" "$T/b" "$T/c" | sha256sum)
 [ "$before" = "$after" ] || fail "a failed command changed a component"

@@ -139,3 +139,30 @@ disk() {
 }
 disk_uri() { echo "nbd+unix:///?socket=$T/$1.disk.sock"; }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+
+# hold_client ID URI: an NBD client (qemu-io reading commands from a FIFO)
+# that stays connected until release_client ID; returns once it has read
+# from the export, so it is surely connected.
+hold_client() {
+  local id=$1 u=$2 fd
+  command -v qemu-io >/dev/null || skip "qemu-io is not installed"
+  mkfifo "$T/$id.in"
+  qemu-io -f raw "$u" <"$T/$id.in" >"$T/$id.out" 2>&1 &
+  PIDS+=("$!")
+  eval "CLIENT_PID_$id=$!"
+  exec {fd}>"$T/$id.in"
+  eval "CLIENT_FD_$id=$fd"
+  echo "read 0 4k" >&"$fd"
+  for _ in $(seq 1 200); do
+    grep -q "read 4096/4096" "$T/$id.out" && return 0
+    sleep 0.05
+  done
+  cat "$T/$id.out" >&2
+  fail "client $id did not connect"
+}
+release_client() {
+  local fd pid
+  eval "fd=\$CLIENT_FD_$1 pid=\$CLIENT_PID_$1"
+  exec {fd}>&-
+  wait "$pid" 2>/dev/null || true
+}

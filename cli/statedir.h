@@ -1,0 +1,38 @@
+/*
+ * The per-mirror lock of the state directory (NAME.lock).  `serve` holds it
+ * (flock LOCK_EX) from before it touches anything until the process exits,
+ * so: a second serve of the same mirror on this host is refused naming the
+ * pid; "running" means "the lock is held", which stays true until the
+ * components are flushed, marked clean and closed; and `stop` knows the
+ * server is gone when it can take the lock.  Verbs that change a stopped
+ * mirror's records (configure, forget) hold it too while they work.
+ *
+ * The file holds one line, "PID WHAT" (WHAT: serve, configure, forget, or
+ * "stopped cleanly" written by serve just before it exits cleanly).  It is
+ * never removed while the mirror is known (removing a lock file races with
+ * a process that opened it); `forget` removes it with the records.
+ */
+#ifndef BM_STATEDIR_H
+#define BM_STATEDIR_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Takes NAME.lock for `what`.  0 with *fd on success; -EBUSY when another
+ * process holds it (its pid in *holder, 0 if unknown, and what it does in
+ * holder_what); other -errno. */
+int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
+               char *holder_what, size_t len);
+/* Replaces the text after the pid ("stopped cleanly"). */
+void state_lock_note(int fd, const char *what);
+void state_unlock(int fd);
+/* 1 when NAME.lock is held (pid and what as above), 0 when not (then pid
+ * and what say how the last holder left it: "stopped cleanly"), -errno. */
+int state_lock_holder(const char *name, pid_t *pid, char *what, size_t len);
+/* Removes a stopped mirror's records: NAME.components, a stale NAME.ctl,
+ * NAME.lock.  The caller holds the lock (fd, closed here). */
+int state_remove_mirror(const char *name, int lock_fd);
+/* 1 when path carries a label of mirror name, 0 when not (gone, no label,
+ * another mirror's label). */
+int state_component_labeled(const char *path, const char *name);
+
+#endif
