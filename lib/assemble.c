@@ -682,7 +682,12 @@ void bm_mirror_close(bm_mirror *m)
 	pthread_mutex_lock(&m->meta_lock);
 	if (drained && bm_meta_flush_all_locked(m) == 0) {
 		atomic_store(&m->dirty, false);
-		bm_meta_write_all_labels(m);
+		if (bm_meta_write_all_labels(m) < 0) {
+			atomic_store(&m->dirty, true);
+			fprintf(stderr, "blkmirror: %s: a label could not be "
+			        "marked clean; the next start resynchronizes\n",
+			        m->name);
+		}
 	} else if (drained) {
 		fprintf(stderr, "blkmirror: %s: a flush failed; leaving the "
 		        "mirror marked dirty\n", m->name);

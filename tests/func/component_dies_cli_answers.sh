@@ -49,7 +49,7 @@ for i in $(seq 1 60); do
   [ $((i % 20)) -eq 1 ] && answers qemu-io -f raw "$u" -c "write -P 0x22 $((i * 4096)) 4096"
 done
 out=$(timeout 10 "$BLKMIRROR" status m0) || true
-grep -q "d1.disk.sock (FAILED: " <<<"$out" || fail "d1 not FAILED: $out"
+grep -q "d1.disk.sock (DISCONNECTED: " <<<"$out" || fail "d1 not DISCONNECTED: $out"
 timeout 10 qemu-io -f raw "$u" -c 'read -P 0x11 512k 64k' >"$T/qio" || fail "read after"
 grep -qiE 'error|fail' "$T/qio" && { cat "$T/qio"; fail "read errors after"; }
 

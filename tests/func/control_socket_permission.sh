@@ -9,7 +9,7 @@ serve m0
 chmod 755 "$T" "$T/state"
 chmod 644 "$T/state/m0.components"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$BLKMIRROR" "$@"; }
-expect_error "m0: Permission denied" as_nobody status m0
-expect_error "m0: Permission denied" as_nobody list m0
+expect_error "m0: permission denied" as_nobody status m0
+expect_error "m0: permission denied" as_nobody list m0
 bm status m0 >/dev/null || fail "root cannot call the mirror"
 stop m0

@@ -54,5 +54,5 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 start=$SECONDS
-stop m0
+stop m0 -f
 [ $((SECONDS - start)) -lt 20 ] || fail "stopping took $((SECONDS - start)) s with a flooder connected"

@@ -96,20 +96,23 @@ server_pid() { eval "echo \$SERVER_PID_${1//[^a-zA-Z0-9_]/_}"; }
 
 # stop NAME: blkmirror stop, and wait for the server to exit 0.
 stop() {
-  local pid; pid=$(server_pid "$1")
-  "$BLKMIRROR" stop "$1" || fail "blkmirror stop $1 failed"
+  local name=$1; shift
+  local pid; pid=$(server_pid "$name")
+  "$BLKMIRROR" stop "$@" "$name" >/dev/null || fail "blkmirror stop $name failed"
   local rc=0
   wait "$pid" || rc=$?
-  [ $rc -eq 0 ] || { cat "$T/$1.log" >&2; fail "server for $1 exited $rc"; }
+  [ $rc -eq 0 ] || { cat "$T/$name.log" >&2; fail "server for $name exited $rc"; }
 }
 
 # wait_complete NAME: until status says COMPLETE (sync done), 60 s at most.
 wait_complete() {
   for _ in $(seq 1 600); do
-    bm status "$1" 2>/dev/null | grep -q COMPLETE && return 0
+    local out; out=$(bm status "$1" 2>/dev/null) || true
+    grep -q COMPLETE <<<"$out" && return 0
     sleep 0.1
   done
   bm status "$1" >&2 || true
+  tail -n 20 "$T/$1.log" >&2 || true
   fail "$1 did not become COMPLETE"
 }
 
