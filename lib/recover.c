@@ -198,8 +198,13 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	if (err == 0)
 		err = check_label(m, c, be);
 	if (err < 0) {
-		if (be)
+		if (be) {
+			/* its label read may still be outstanding (a component
+			 * that hangs): end it, so that close does not wait */
+			if (be->ops->abort)
+				be->ops->abort(be);
 			be->ops->close(be);
+		}
 		return err;
 	}
 	pthread_mutex_lock(&m->meta_lock);

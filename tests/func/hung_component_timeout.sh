@@ -27,7 +27,7 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ "$ms" -lt 1000 ] || fail "status took $ms ms while a component hangs"
 echo "$out" | grep -q "DISCONNECTED: no answer for 2 s" || fail "status: $out"
 pause r
-cat "$T/p.disk.log" >&2; kill -0 "$(cat "$T/p.disk.pid")" || echo "nbdkit died" >&2
+kill -0 "$(cat "$T/p.disk.pid")" || { cat "$T/p.disk.log"; fail "nbdkit died"; }
 wait_complete m0
 qemu-io -f raw "$u" -c 'read -P 0x22 1M 1M' >/dev/null || fail "data lost"
 stop m0

@@ -28,4 +28,5 @@ bm dump "$T/a" | grep -q "Name: m0" || fail "label -f did not relabel"
 grep -qx "$T/a" "$T/state/m0.components" || fail "m0 does not list a"
 # (other keeps listing a, as gmirror keeps a missing component, until
 # 'blkmirror forget other'; its label is m0's now)
-bm dump "$T/a" | grep -q "Name: other" && fail "a still carries other's label"
+out=$(bm dump "$T/a")
+! grep -q "Name: other" <<<"$out" || fail "a still carries other's label"

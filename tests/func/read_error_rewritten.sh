@@ -24,6 +24,11 @@ qemu-io -f raw "$u" -c 'read -P 0x55 0 64k' >"$T/qio" 2>&1 || { cat "$T/qio"; fa
 grep -qiE 'error|fail|mismatch' "$T/qio" && { cat "$T/qio"; fail "client saw the read error"; }
 for _ in $(seq 1 50); do [ -e "$T/badsector" ] || break; sleep 0.1; done
 [ -e "$T/badsector" ] && fail "the bad range was not rewritten"
+# the rewrite is read back before it is logged: wait for the line
+for _ in $(seq 1 50); do
+  grep -q "rewritten from a good copy (1 so far)" "$T/m0.log" && break
+  sleep 0.1
+done
 grep -q "rewritten from a good copy (1 so far)" "$T/m0.log" || { cat "$T/m0.log"; fail "no rewrite logged"; }
 out=$(bm status m0) || fail "not COMPLETE after a mended read error: $out"
 stop m0
