@@ -620,6 +620,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	err = bm_sync_start(m);
 	if (err < 0) {
 		bm_recover_stop(m);
+		bm_recover_free(m);
 		bm_ev_stop(m);
 		goto fail;
 	}
@@ -698,9 +699,19 @@ void bm_mirror_close(bm_mirror *m)
 	bm_lease_stop(m, !atomic_load(&m->dirty));
 	if (!drained)
 		return;
-	for (int i = 0; i < m->ncomp; i++)
-		if (m->comp[i].be)
-			m->comp[i].be->ops->close(m->comp[i].be);
+	/* A request that timed out (a label write or flush to a component
+	 * that hangs) may still be outstanding: end it, or close would wait
+	 * for it. */
+	bool stuck = atomic_load(&m->dirty);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_backend *be = m->comp[i].be;
+		if (!be)
+			continue;
+		if ((stuck || m->comp[i].label_stale) && be->ops->abort)
+			be->ops->abort(be);
+		be->ops->close(be);
+	}
+	bm_recover_free(m);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
 	pthread_mutex_destroy(&m->info_lock);

@@ -33,6 +33,8 @@
 
 struct bm_event {
 	uint32_t mask;
+	unsigned epoch[BM_MAX_COMPONENTS]; /* each component's connection
+	                                      when the failure was found */
 	char why[192];
 	int state;                 /* BM_CS_FAILED or BM_CS_DISCONNECTED */
 	void (*then)(void *);
@@ -46,7 +48,8 @@ static void apply(struct bm_mirror *m, const struct bm_event *ev)
 		return;
 	pthread_mutex_lock(&m->meta_lock);
 	for (int i = 0; i < m->ncomp; i++)
-		if (ev->mask & (1u << i))
+		if ((ev->mask & (1u << i)) &&
+		    atomic_load(&m->comp[i].epoch) == ev->epoch[i])
 			bm_meta_drop_locked(m, &m->comp[i], ev->state, ev->why);
 	pthread_mutex_unlock(&m->meta_lock);
 }
@@ -61,6 +64,8 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
 		ev = &local;
 	memset(ev, 0, sizeof(*ev));
 	ev->mask = mask;
+	for (int i = 0; i < m->ncomp; i++)
+		ev->epoch[i] = atomic_load(&m->comp[i].epoch);
 	ev->state = bm_error_is_gone(err) ? BM_CS_DISCONNECTED : BM_CS_FAILED;
 	if (len)
 		snprintf(ev->why, sizeof(ev->why), "%s: %s (offset %llu, length "

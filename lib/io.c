@@ -239,15 +239,33 @@ static void write_done(struct bm_breq *br, int result)
 		req_complete(r);
 		return;
 	}
-	int err = -EIO;
-	for (int k = 0; k < r->nsub; k++)
-		if (failed & (1u << r->sub[k].comp)) {
-			err = r->sub[k].result;
-			break;
+	/* Components that went away are disconnected, the others failed:
+	 * one event each kind, the decision after both. */
+	uint32_t gone = 0, other = 0;
+	int gone_err = -ENOTCONN, other_err = -EIO;
+	for (int k = 0; k < r->nsub; k++) {
+		struct sub *f = &r->sub[k];
+		if (!(failed & (1u << f->comp)))
+			continue;
+		if (bm_error_is_gone(f->result)) {
+			gone |= 1u << f->comp;
+			gone_err = f->result;
+		} else {
+			other |= 1u << f->comp;
+			other_err = f->result;
 		}
-	bm_ev_fail(m, failed,
-	           r->io->type == BM_IO_FLUSH ? "flush error" : "write error",
-	           err, r->io->offset, r->io->length, write_decide, r);
+	}
+	const char *what = r->io->type == BM_IO_FLUSH ? "flush error"
+	                                               : "write error";
+	if (gone && other)
+		bm_ev_fail(m, gone, what, gone_err, r->io->offset, r->io->length,
+		           NULL, NULL);
+	if (other)
+		bm_ev_fail(m, other, what, other_err, r->io->offset,
+		           r->io->length, write_decide, r);
+	else
+		bm_ev_fail(m, gone, what, gone_err, r->io->offset,
+		           r->io->length, write_decide, r);
 }
 
 static void sub_issue(struct sub *s)

@@ -276,17 +276,15 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 		atomic_store(&m->dirty, true); /* a writer raced us, or a
 		                                  flush failed: later */
 	} else if (bm_meta_write_all_labels(m) < 0) {
+		/* Some labels say clean now, others may not: memory says
+		 * clean, so the next write runs bm_meta_mark_dirty, which
+		 * writes DIRTY everywhere again (or refuses the write). */
 		for (int i = 0; i < m->ncomp; i++) {
 			struct bm_component *c = &m->comp[i];
 			if (writable(c) && c->label_stale)
 				bm_meta_fail_locked(m, c,
 				        "cannot write its label (marking clean)");
 		}
-		/* The last ACTIVE one may still say DIRTY on disk: keep
-		 * saying so in memory, so that we try again. */
-		for (int i = 0; i < m->ncomp; i++)
-			if (writable(&m->comp[i]) && m->comp[i].label_stale)
-				atomic_store(&m->dirty, true);
 	}
 	pthread_mutex_unlock(&m->meta_lock);
 }

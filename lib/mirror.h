@@ -105,6 +105,9 @@ struct bm_component {
 	atomic_uint_fast64_t sync_durable; /* copied and flushed: the label's */
 	atomic_uint_fast64_t head_pos;  /* where its last read ended */
 	atomic_int read_errors;         /* read errors repaired so far */
+	atomic_uint epoch;              /* bumped when it reconnects: failures
+	                                   found on an older connection are
+	                                   not applied to the new one */
 	bool label_stale;               /* meta_lock: its last label write
 	                                   failed: it may not hold the genid */
 	bool hang_warned;               /* events.c: said it hangs, once */
@@ -192,6 +195,9 @@ struct bm_mirror {
 	pthread_cond_t sync_cond;
 	bool sync_kick;                 /* sync_lock: look for targets */
 	atomic_bool sync_running;       /* a copy is in progress */
+	struct bm_component *_Atomic sync_target; /* the one being copied:
+	                                   recover.c does not reconnect it
+	                                   until the copy has let go */
 	atomic_bool sync_stop;
 	char sync_error[256];           /* info_lock */
 
@@ -234,6 +240,7 @@ void bm_ev_stop(struct bm_mirror *m);
 /* recover.c: the recovery thread. */
 int bm_recover_start(struct bm_mirror *m);
 void bm_recover_stop(struct bm_mirror *m);
+void bm_recover_free(struct bm_mirror *m);
 void bm_recover_kick(struct bm_mirror *m);
 /* Queues a rewrite of [off, off+len) on component comp from a good copy
  * (after a read error there). */

@@ -186,7 +186,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	/* Nobody may hold the old connection when it is closed (and a file
 	 * keeps its lock until then); its close() waits for what it was
 	 * given, which abort() ended. */
-	if (atomic_load(&c->users) > 0)
+	if (atomic_load(&c->users) > 0 || atomic_load(&m->sync_target) == c)
 		return -EBUSY;
 	pthread_mutex_lock(&m->meta_lock);
 	old = c->be;
@@ -212,19 +212,23 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->read_errors, 0);
+	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
 	c->label.component_flags |= BM_CF_SYNCHRONIZING;
 	c->label.genid = m->genid;
 	c->label.syncid = m->syncid;
 	if (atomic_load(&m->dirty))
 		c->label.component_flags |= BM_CF_DIRTY;
-	atomic_store(&c->state, BM_CS_SYNCHRONIZING);
+	/* The label says SYNCHRONIZING (offset 0) before any write reaches
+	 * it: the state is published only once that is on disk. */
 	err = bm_meta_write_label(m, c);
 	if (err < 0) {
-		atomic_store(&c->state, BM_CS_DISCONNECTED);
+		if (be->ops->abort)
+			be->ops->abort(be); /* the next attempt closes it */
 		bm_set_why(m, c, "came back, but its label cannot be written: %s",
 		           strerror(-err));
 	} else {
+		atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 		bm_set_why(m, c, "%s", "");
 	}
 	pthread_mutex_unlock(&m->meta_lock);
@@ -324,6 +328,12 @@ void bm_recover_stop(struct bm_mirror *m)
 	pthread_cond_signal(&m->rc_cond);
 	pthread_mutex_unlock(&m->rc_lock);
 	pthread_join(m->rc_thread, NULL);
+	/* rc_lock and rc_cond stay: a component dropped while the mirror
+	 * closes still kicks (nobody listens); bm_recover_free frees them. */
+}
+
+void bm_recover_free(struct bm_mirror *m)
+{
 	pthread_mutex_destroy(&m->rc_lock);
 	pthread_cond_destroy(&m->rc_cond);
 }

@@ -68,6 +68,17 @@ static int read_source(struct bm_mirror *m, void *buf, uint32_t len,
 		bm_stats_account(&s->stats, BM_STAT_READ, len, bm_now_ns() - t0, err);
 		if (err == 0)
 			return 0;
+		/* A source that went away or did not answer in io-timeout
+		 * is given up (its request may still be outstanding); one
+		 * that answered with an error stays, as gmirror keeps it. */
+		if (bm_error_is_gone(err)) {
+			char why[160];
+			snprintf(why, sizeof(why), "read error during sync: %s",
+			         strerror(-err));
+			pthread_mutex_lock(&m->meta_lock);
+			bm_meta_drop_locked(m, s, BM_CS_DISCONNECTED, why);
+			pthread_mutex_unlock(&m->meta_lock);
+		}
 		tried |= 1u << i;
 	}
 }
@@ -117,6 +128,12 @@ static int checkpoint(struct bm_mirror *m, struct bm_component *t,
 /* Copies to one target; returns 0 when done, 1 if stopped, <0 on error. */
 static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 {
+	/* Published before the state and offset are read: a reconnect
+	 * (recover.c) waits while this copy holds t, and one that finished
+	 * before is seen here as offset 0. */
+	atomic_store(&m->sync_target, t);
+	if (atomic_load(&t->state) != BM_CS_SYNCHRONIZING)
+		return -EAGAIN;
 	uint64_t off = atomic_load(&t->sync_offset);
 	uint64_t since_checkpoint = 0;
 
@@ -217,7 +234,10 @@ static void *sync_main(void *arg)
 		       (t = next_target(m)) != NULL) {
 			atomic_store(&m->sync_running, true);
 			int err = sync_one(m, t, buf);
+			atomic_store(&m->sync_target, NULL);
 			atomic_store(&m->sync_running, false);
+			if (err == -EAGAIN)
+				continue;
 			if (err > 0 || (err < 0 && atomic_load(&t->state) ==
 			                                   BM_CS_SYNCHRONIZING))
 				break; /* stopped, or no source could read: stay
