@@ -146,6 +146,9 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
 			snprintf(out, len, "error %s\n", bm_last_error());
 		else
 			snprintf(out, len, "ok\n");
+	} else if (sscanf(cmd, "io-timeout %u", &slice) == 1) {
+		bm_mirror_set_io_timeout(st->m, slice);
+		snprintf(out, len, "ok\n");
 	} else if (strcmp(cmd, "stats") == 0) {
 		stats_reply(st->m, out, len);
 	} else if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "stop force") == 0) {

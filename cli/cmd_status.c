@@ -34,7 +34,7 @@
 static const char status_usage[] = "usage: blkmirror status [--json] [NAME...]";
 static const char list_usage[] = "usage: blkmirror list [NAME...]";
 static const char configure_usage[] =
-	"usage: blkmirror configure -b ALGORITHM [-s SLICE] NAME";
+	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME";
 static const char stop_usage[] =
 	"usage: blkmirror stop [-f] [--timeout SECONDS] NAME...";
 static const char forget_usage[] = "usage: blkmirror forget [-f] NAME...";
@@ -494,10 +494,13 @@ int cmd_configure(int argc, char **argv)
 	static const char shortopts[] = ":b:s:h";
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
+		{"io-timeout", required_argument, NULL, 'T'},
 		{NULL, 0, NULL, 0},
 	};
 	int balance = -1, opt, rc, r, lock_fd;
 	uint32_t slice = 0;
+	uint64_t io_timeout = 0;
+	bool io_timeout_set = false;
 	const char *name;
 	char cmd[128], **paths, *reply, what[64];
 	size_t n;
@@ -515,21 +518,50 @@ int cmd_configure(int argc, char **argv)
 			if (parse_slice_arg(optarg, &slice))
 				return EXIT_USAGE;
 			break;
+		case 'T':
+			if (parse_size(optarg, &io_timeout) < 0 || io_timeout > 3600)
+				return cli_usage("--io-timeout '%s' is not a number of "
+				                 "seconds from 0 (never) to 3600",
+				                 optarg);
+			io_timeout_set = true;
+			break;
 		case 'h':
 			printf("%s\nSets the read balance algorithm (and the split "
-			       "slice) of a mirror, running or not.\n",
-			       configure_usage);
+			       "slice) of a mirror, running or not, and the I/O\n"
+			       "timeout of a running one (serve --io-timeout; not "
+			       "kept in the labels).\n", configure_usage);
 			return 0;
 		default:
 			return bad_option("configure", configure_usage, opt,
 			                  shortopts, argv);
 		}
 	}
-	if (argc - optind != 1 || balance < 0)
+	if (argc - optind != 1 || (balance < 0 && !io_timeout_set) ||
+	    (slice && balance < 0))
 		return cli_usage("%s", configure_usage);
 	name = argv[optind];
 	if (known_mirror(name, &paths, &n))
 		return 1;
+	if (io_timeout_set) {
+		r = state_lock(name, "configure", &lock_fd, &pid, what,
+		               sizeof(what));
+		if (r == 0) {
+			state_unlock(lock_fd);
+			state_free(paths, n);
+			return cli_fail("mirror '%s' is not running; --io-timeout "
+			                "applies to a running mirror (give it to "
+			                "'blkmirror serve')", name);
+		}
+		snprintf(cmd, sizeof(cmd), "io-timeout %llu",
+		         (unsigned long long)io_timeout);
+		reply = malloc(REPLY_MAX);
+		rc = reply ? ask(name, pid, cmd, reply) : cli_fail("out of memory");
+		free(reply);
+		if (rc != 0 || balance < 0) {
+			state_free(paths, n);
+			return rc;
+		}
+	}
 	snprintf(cmd, sizeof(cmd), "configure %s %u", bm_balance_name(balance),
 	         slice);
 	/* Stopped: write the labels under the lock, so that a serve cannot

@@ -198,7 +198,6 @@ static void write_decide(void *arg)
 	uint32_t failed = atomic_load(&r->failed);
 	bool held = false;
 	int err = 0;
-
 	pthread_mutex_lock(&m->meta_lock);
 	for (int k = 0; k < r->nsub; k++) {
 		struct sub *s = &r->sub[k];

@@ -70,6 +70,7 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 	uint8_t *buf;
 	int err;
 
+	BM_ASSERT_HELD(&m->meta_lock);
 	if (!c->be)
 		return -ENODEV;
 	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
@@ -120,6 +121,7 @@ static bool recorded_somewhere(struct bm_mirror *m)
 void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
                          int state, const char *why)
 {
+	BM_ASSERT_HELD(&m->meta_lock);
 	if (!writable(c))
 		return;
 	if (atomic_load(&c->state) == BM_CS_ACTIVE && active_count(m) <= 1) {
@@ -129,6 +131,8 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		return;
 	}
 	atomic_store(&c->state, state);
+	assert(active_count(m) >= 1 ||
+	       state != BM_CS_FAILED || !"the last ACTIVE component failed");
 	bm_set_why(m, c, "%s", why);
 	fprintf(stderr, "blkmirror: %s: component %s %s: %s\n", m->name,
 	        c->path, state == BM_CS_DISCONNECTED ? "disconnected" : "failed",

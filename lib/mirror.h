@@ -25,6 +25,8 @@
  */
 #ifndef BM_MIRROR_H
 #define BM_MIRROR_H
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -44,6 +46,11 @@ enum bm_comp_state {
 	BM_CS_DISCONNECTED,  /* vanished or stopped answering; retried, and
 	                        copied again when it comes back */
 };
+
+/* The rules of the locking comment above, checked where they are relied
+ * on: a mutex the caller must hold (a default mutex held by anyone makes
+ * trylock fail with EBUSY; one held by nobody would be taken: abort). */
+#define BM_ASSERT_HELD(mutex) assert(pthread_mutex_trylock(mutex) == EBUSY)
 
 /* Defaults of the failure policy (serve --io-timeout, --read-errors). */
 #define BM_IO_TIMEOUT_MS_DEFAULT 30000
