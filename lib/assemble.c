@@ -550,6 +550,14 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->ncomp = (int)n;
 	pthread_mutex_init(&m->meta_lock, NULL);
+	pthread_mutex_init(&m->drain_lock, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->drain_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&m->info_lock, NULL);
 	atomic_init(&m->io_timeout_ms, BM_IO_TIMEOUT_MS_DEFAULT);
 	atomic_init(&m->read_error_limit, BM_READ_ERRORS_DEFAULT);
@@ -628,13 +636,15 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	return 0;
 fail:
 	bm_lease_stop(m, true);
-	bm_ra_destroy(m);
+	bm_ra_destroy(m, -1);
 	for (int i = 0; i < m->ncomp; i++)
 		if (m->comp[i].be)
 			m->comp[i].be->ops->close(m->comp[i].be);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
 	pthread_mutex_destroy(&m->info_lock);
+	pthread_mutex_destroy(&m->drain_lock);
+	pthread_cond_destroy(&m->drain_cond);
 	free(m);
 	return err;
 }
@@ -643,14 +653,31 @@ fail:
  * for ever); true when none is left. */
 static bool drain_until(bm_mirror *m, long timeout_ms)
 {
-	long long end = bm_now_ms() + timeout_ms;
+	struct timespec deadline;
+	bool empty;
 
-	while (atomic_load(&m->ios_inflight) > 0) {
-		if (timeout_ms >= 0 && bm_now_ms() >= end)
-			return false;
-		usleep(1000);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
 	}
-	return true;
+	/* draining before the look at the count: a completion that brings
+	 * it to zero either is seen here or sees draining and wakes us */
+	pthread_mutex_lock(&m->drain_lock);
+	atomic_store(&m->draining, true);
+	while (atomic_load(&m->ios_inflight) > 0) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&m->drain_cond, &m->drain_lock);
+		else if (pthread_cond_timedwait(&m->drain_cond, &m->drain_lock,
+		                                &deadline) == ETIMEDOUT)
+			break;
+	}
+	empty = atomic_load(&m->ios_inflight) == 0;
+	atomic_store(&m->draining, false);
+	pthread_mutex_unlock(&m->drain_lock);
+	return empty;
 }
 
 void bm_mirror_drain(bm_mirror *m)
@@ -678,8 +705,11 @@ void bm_mirror_close(bm_mirror *m)
 		        (long)atomic_load(&m->ios_inflight));
 	bm_recover_stop(m);
 	bm_ev_stop(m);
-	if (drained)
-		bm_ra_destroy(m);
+	if (drained && !bm_ra_destroy(m, atomic_load(&m->io_timeout_ms) + 5000L)) {
+		fprintf(stderr, "blkmirror: %s: read-ahead did not land; leaving "
+		        "the mirror marked dirty\n", m->name);
+		drained = false;
+	}
 	pthread_mutex_lock(&m->meta_lock);
 	if (drained && bm_meta_flush_all_locked(m) == 0) {
 		atomic_store(&m->dirty, false);
@@ -715,6 +745,8 @@ void bm_mirror_close(bm_mirror *m)
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
 	pthread_mutex_destroy(&m->info_lock);
+	pthread_mutex_destroy(&m->drain_lock);
+	pthread_cond_destroy(&m->drain_cond);
 	free(m);
 }
 

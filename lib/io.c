@@ -144,8 +144,18 @@ static void req_complete(void *arg)
 	uint64_t t0 = r->t0_ns;
 	free(r);
 	bm_io_end(m, io, t0, result);
-	atomic_fetch_sub(&m->ios_inflight, 1);
+	bm_io_leave(m);
 	io->done(io, result);
+}
+
+void bm_io_leave(struct bm_mirror *m)
+{
+	if (atomic_fetch_sub(&m->ios_inflight, 1) == 1 &&
+	    atomic_load(&m->draining)) {
+		pthread_mutex_lock(&m->drain_lock);
+		pthread_cond_broadcast(&m->drain_cond);
+		pthread_mutex_unlock(&m->drain_lock);
+	}
 }
 
 static void set_error(struct mreq *r, int err)

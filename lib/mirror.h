@@ -174,6 +174,9 @@ struct bm_mirror {
 	atomic_bool dirty;              /* labels say DIRTY */
 	atomic_long writes_inflight;    /* writes, trims, zeroes in flight */
 	atomic_long ios_inflight;       /* every client io in flight */
+	atomic_bool draining;           /* someone waits for ios_inflight 0 */
+	pthread_mutex_t drain_lock;
+	pthread_cond_t drain_cond;
 	atomic_int queue;               /* client reads/writes in flight (stat) */
 	struct bm_comp_stats stats;     /* the mirror's own row in stat */
 	atomic_llong last_write_ms;
@@ -267,6 +270,8 @@ void bm_sync_stop(struct bm_mirror *m);
 
 /* io.c */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);
+/* A client io leaves ios_inflight (wakes a drainer at zero). */
+void bm_io_leave(struct bm_mirror *m);
 void bm_io_begin(struct bm_mirror *m);
 void bm_io_end(struct bm_mirror *m, struct bm_io *io, uint64_t t0, int result);
 /* Reads without read-ahead: the balance algorithm's pick, with retries. */

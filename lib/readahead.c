@@ -341,7 +341,7 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		uint64_t t0 = w->t0;
 		free(w);
 		bm_io_end(m, io, t0, 0);
-		atomic_fetch_sub(&m->ios_inflight, 1);
+		bm_io_leave(m);
 		io->done(io, 0);
 	}
 	while (fallback) {
@@ -352,7 +352,7 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 		/* the direct read counts itself in the mirror's row */
 		bm_queue_leave(&m->queue, &m->stats);
 		int err = bm_io_read_direct(m, io);
-		atomic_fetch_sub(&m->ios_inflight, 1);
+		bm_io_leave(m);
 		if (err < 0)
 			io->done(io, err);
 	}
@@ -623,11 +623,19 @@ void bm_ra_drop_all(struct bm_mirror *m)
 	finish_reads(m, NULL, fallback);
 }
 
-/* Drops every stream and waits for chunks in flight to land. */
-void bm_ra_destroy(struct bm_mirror *m)
+/* Drops every stream and waits for chunks in flight to land, at most
+ * timeout_ms (< 0: for ever).  False when some did not (a component that
+ * hangs): then nothing is freed. */
+bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 {
+	long long end = bm_now_ms() + timeout_ms;
+
 	bm_ra_drop_all(m);
-	while (atomic_load(&m->ra.nchunks) > 0)
-		usleep(1000);
+	while (atomic_load(&m->ra.nchunks) > 0) {
+		if (timeout_ms >= 0 && bm_now_ms() >= end)
+			return false;
+		usleep(1000); /* chunks land within io-timeout; rare */
+	}
 	pthread_mutex_destroy(&m->ra.lock);
+	return true;
 }

@@ -55,7 +55,7 @@ struct bm_mirror;
 struct bm_io;
 
 void bm_ra_init(struct bm_mirror *m);
-void bm_ra_destroy(struct bm_mirror *m);
+bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms);
 /* Takes a client read if the read-ahead can serve it (now or when its
  * chunks arrive); false: the caller reads it directly. */
 bool bm_ra_read(struct bm_mirror *m, struct bm_io *io);
