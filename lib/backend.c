@@ -1,4 +1,7 @@
-/* Backend dispatch by path, identity, and a wait-for-one-request helper. */
+/*
+ * Backend dispatch: a table of URI schemes and their open functions (a
+ * path that is no URI is a file or a block device), and identity.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,15 +11,25 @@
 #include "backend.h"
 #include "error.h"
 
+static const struct scheme {
+	const char *prefix;
+	int (*open)(const char *uri, struct bm_backend **out);
+} schemes[] = {
+	{"nbd://", bm_nbd_backend_open},
+	{"nbd+unix://", bm_nbd_backend_open},
+	{"nbds://", bm_nbd_backend_open},
+	{"nbds+unix://", bm_nbd_backend_open},
+};
+
 int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out)
 {
 	if (path[0] == '\0')
 		return bm_error(EINVAL, "empty component path");
 	if (strlen(path) >= PATH_MAX)
 		return bm_error(ENAMETOOLONG, "component path is too long");
-	if (strncmp(path, "nbd://", 6) == 0 || strncmp(path, "nbd+unix://", 11) == 0 ||
-	    strncmp(path, "nbds://", 7) == 0 || strncmp(path, "nbds+unix://", 12) == 0)
-		return bm_nbd_backend_open(path, out);
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strncmp(path, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
+			return schemes[i].open(path, out);
 	if (strstr(path, "://"))
 		return bm_error(EINVAL, "%s: unknown URI scheme; a component is a "
 		                "file, a block device, nbd://HOST[:PORT]/EXPORT or "
@@ -32,135 +45,3 @@ bool bm_backend_same(const struct bm_backend *a, const struct bm_backend *b)
 	       (a->st_ino != 0 || strcmp(a->path, b->path) == 0);
 }
 
-struct waiter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool finished;
-	int result;
-};
-
-static void waiter_done(struct bm_breq *r, int result)
-{
-	struct waiter *w = r->opaque;
-
-	pthread_mutex_lock(&w->lock);
-	w->result = result;
-	w->finished = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
-int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
-                       uint32_t len, uint64_t off, uint32_t flags)
-{
-	struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-	                   false, 0};
-	struct bm_breq r = {.op = op, .flags = flags, .offset = off,
-	                    .length = len, .buf = buf, .done = waiter_done,
-	                    .opaque = &w};
-	int err = be->ops->submit(be, &r);
-
-	if (err < 0)
-		return err;
-	pthread_mutex_lock(&w.lock);
-	while (!w.finished)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	return w.result;
-}
-
-/* A request that may outlive its waiter: two references (the waiter's and
- * the completion's); whoever drops the last one frees it. */
-struct detached {
-	struct bm_breq r;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool finished;
-	int result;
-	int refs;          /* lock */
-	void *bounce;
-};
-
-static void detached_put_locked(struct detached *d)
-{
-	if (--d->refs > 0) {
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
-	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->cond);
-	free(d->bounce);
-	free(d);
-}
-
-static void detached_done(struct bm_breq *r, int result)
-{
-	struct detached *d = r->opaque;
-
-	pthread_mutex_lock(&d->lock);
-	d->result = result;
-	d->finished = true;
-	pthread_cond_signal(&d->cond);
-	detached_put_locked(d);
-}
-
-int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
-                               void *buf, uint32_t len, uint64_t off,
-                               uint32_t flags, long timeout_ms)
-{
-	struct detached *d;
-	struct timespec deadline;
-	int err;
-
-	if (timeout_ms <= 0)
-		return bm_backend_io_wait(be, op, buf, len, off, flags);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	if (len && (op == BM_BOP_READ || op == BM_BOP_WRITE)) {
-		if (posix_memalign(&d->bounce, 4096, len)) {
-			free(d);
-			return -ENOMEM;
-		}
-		if (op == BM_BOP_WRITE)
-			memcpy(d->bounce, buf, len);
-	}
-	pthread_mutex_init(&d->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&d->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	d->refs = 2;
-	d->r = (struct bm_breq){.op = op, .flags = flags, .offset = off,
-	                        .length = len, .buf = d->bounce,
-	                        .done = detached_done, .opaque = d};
-	err = be->ops->submit(be, &d->r);
-	if (err < 0) {
-		pthread_mutex_lock(&d->lock);
-		d->refs--; /* the completion's: it will not run */
-		detached_put_locked(d);
-		return err;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&d->lock);
-	while (!d->finished &&
-	       pthread_cond_timedwait(&d->cond, &d->lock, &deadline) != ETIMEDOUT)
-		;
-	if (!d->finished) {
-		err = -ETIMEDOUT;
-	} else {
-		err = d->result;
-		if (err == 0 && op == BM_BOP_READ && len)
-			memcpy(buf, d->bounce, len);
-	}
-	detached_put_locked(d);
-	return err;
-}

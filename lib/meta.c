@@ -29,13 +29,6 @@
 #include "error.h"
 #include "mirror.h"
 
-long long bm_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool bm_error_is_gone(int err)
 {
 	switch (err < 0 ? -err : err) {

@@ -268,13 +268,22 @@ int bm_sync_start(struct bm_mirror *m);
 void bm_sync_kick(struct bm_mirror *m);
 void bm_sync_stop(struct bm_mirror *m);
 
-/* io.c */
+/* io.c: the entry point. */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);
-/* A client io leaves ios_inflight (wakes a drainer at zero). */
-void bm_io_leave(struct bm_mirror *m);
+
+/* stats.c: a client io begins / ends in the mirror's row of stat; leaves
+ * ios_inflight (and wakes a drainer at zero). */
 void bm_io_begin(struct bm_mirror *m);
 void bm_io_end(struct bm_mirror *m, struct bm_io *io, uint64_t t0, int result);
-/* Reads without read-ahead: the balance algorithm's pick, with retries. */
+void bm_io_leave(struct bm_mirror *m);
+
+/* compio.c: component I/O.  Reads without read-ahead: the balance
+ * algorithm's pick, with retries.  Writes, trims, zeroes and flushes
+ * fanned out; before_ack(m, off, len) runs at submission and before the
+ * acknowledgement of a write (the read-ahead's invalidation). */
+typedef void (*bm_range_hook)(struct bm_mirror *m, uint64_t off, uint64_t len);
 int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io);
+int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
+                    bm_range_hook before_ack);
 
 #endif

@@ -1,0 +1,372 @@
+/*
+ * Component I/O: what one client request does on the components, below
+ * both the entry point (io.c) and the read-ahead (readahead.c).
+ *
+ * A client request becomes one mirror request (struct mreq) with every
+ * sub-request it needs allocated up front, so that an allocation failure is
+ * reported before anything reaches a disk.
+ *
+ *  READ   one sub-request on the component the balance algorithm picks (split:
+ *         one piece per readable component).  A failed piece is retried on
+ *         another readable component.  A component that answered with an
+ *         error gets the range rewritten from the good copy (recover.c; too
+ *         many such errors fail it); one that went away (connection dead,
+ *         device gone) is disconnected.
+ *  WRITE, TRIM, WRITE_ZEROES
+ *         first DIRTY is on disk (meta.c), then a shared range hold keeps the
+ *         sync copy off the range (taken before the targets are chosen, so a
+ *         component that starts synchronizing meanwhile is either a target
+ *         or copied after this write), then one sub-request per writable
+ *         component.  When all completed without error it is acknowledged.
+ *         Otherwise the event thread first applies (and records in the
+ *         labels) every failure found up to then, this one's included, and
+ *         then decides: acknowledged only if a component that completed it
+ *         is still ACTIVE with its label current; else the client gets the
+ *         error (ENOSPC, EROFS, EIO: what the components said).
+ *  FLUSH  to every writable component, decided the same way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "mirror.h"
+
+struct sub {
+	struct bm_breq br;
+	struct mreq *req;
+	int comp;
+	int result;       /* write: what the component answered */
+	uint32_t tried;   /* read: components that failed this piece */
+	uint32_t repair;  /* read: those that answered with an error */
+	uint64_t t0_ns;
+};
+
+struct mreq {
+	struct bm_mirror *m;
+	struct bm_io *io;
+	atomic_int pending;
+	atomic_int error;
+	atomic_uint failed;     /* components that failed this request */
+	bool is_write;
+	bm_range_hook before_ack; /* write: at submission and before the ack */
+	uint64_t t0_ns;
+	struct bm_range_hold hold;
+	int nsub;
+	struct sub sub[];
+};
+
+static int stat_kind(enum bm_bop op)
+{
+	switch (op) {
+	case BM_BOP_READ: return BM_STAT_READ;
+	case BM_BOP_WRITE: case BM_BOP_ZERO: return BM_STAT_WRITE;
+	case BM_BOP_TRIM: return BM_STAT_DELETE;
+	default: return BM_STAT_OTHER;
+	}
+}
+
+static void account(struct bm_component *c, const struct sub *s, int result)
+{
+	bm_stats_account(&c->stats, stat_kind(s->br.op), s->br.length,
+	                 bm_now_ns() - s->t0_ns, result);
+}
+
+static void req_complete(void *arg)
+{
+	struct mreq *r = arg;
+	struct bm_mirror *m = r->m;
+	struct bm_io *io = r->io;
+	int result = atomic_load(&r->error);
+
+	if (r->is_write) {
+		/* Read-ahead taken while the write was in flight may be old. */
+		if (r->before_ack)
+			r->before_ack(m, io->offset, io->length);
+		bm_rangelock_shared_release(&m->rl, &r->hold);
+		atomic_store(&m->last_write_ms, bm_now_ms());
+		atomic_fetch_sub(&m->writes_inflight, 1);
+	}
+	uint64_t t0 = r->t0_ns;
+	free(r);
+	bm_io_end(m, io, t0, result);
+	bm_io_leave(m);
+	io->done(io, result);
+}
+
+static void set_error(struct mreq *r, int err)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(&r->error, &zero, err);
+}
+
+static void sub_issue(struct sub *s);
+
+static void read_done(struct bm_breq *br, int result)
+{
+	struct sub *s = br->opaque;
+	struct mreq *r = s->req;
+	struct bm_mirror *m = r->m;
+	struct bm_component *c = &m->comp[s->comp];
+
+	bm_queue_leave(&c->inflight, &c->stats);
+	account(c, s, result);
+	if (result < 0) {
+		s->tried |= 1u << s->comp;
+		if (bm_error_is_gone(result))
+			bm_ev_fail(m, 1u << s->comp, "read error", result,
+			           br->offset, br->length, NULL, NULL);
+		else
+			s->repair |= 1u << s->comp;
+		int next = bm_balance_pick(m, br->offset, br->length, s->tried);
+		if (next >= 0) {
+			s->comp = next;
+			sub_issue(s);
+			return;
+		}
+		set_error(r, result);
+	} else if (s->repair) {
+		/* A good copy was read: mend the ones that failed it. */
+		for (int i = 0; i < m->ncomp; i++)
+			if (s->repair & (1u << i))
+				bm_recover_repair(m, i, br->offset, br->length);
+	}
+	if (atomic_fetch_sub(&r->pending, 1) == 1)
+		req_complete(r);
+}
+
+/* On the event thread, after every failure found so far is applied: is
+ * the write held by a component still in service? */
+static void write_decide(void *arg)
+{
+	struct mreq *r = arg;
+	struct bm_mirror *m = r->m;
+	uint32_t failed = atomic_load(&r->failed);
+	bool held = false;
+	int err = 0;
+	pthread_mutex_lock(&m->meta_lock);
+	for (int k = 0; k < r->nsub; k++) {
+		struct sub *s = &r->sub[k];
+		struct bm_component *c = &m->comp[s->comp];
+		if (failed & (1u << s->comp)) {
+			/* the most telling error: ENOSPC over a lost link */
+			if (!err || (bm_error_is_gone(err) &&
+			             !bm_error_is_gone(s->result)))
+				err = s->result;
+			continue;
+		}
+		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->label_stale)
+			held = true;
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	if (!held)
+		set_error(r, err ? err : -EIO);
+	req_complete(r);
+}
+
+static void write_done(struct bm_breq *br, int result)
+{
+	struct sub *s = br->opaque;
+	struct mreq *r = s->req;
+	struct bm_mirror *m = r->m;
+	struct bm_component *c = &m->comp[s->comp];
+
+	bm_queue_leave(&c->inflight, &c->stats);
+	account(c, s, result);
+	s->result = result;
+	if (result < 0)
+		atomic_fetch_or(&r->failed, 1u << s->comp);
+	if (atomic_fetch_sub(&r->pending, 1) != 1)
+		return;
+
+	uint32_t failed = atomic_load(&r->failed);
+	if (failed == 0) {
+		req_complete(r);
+		return;
+	}
+	/* Components that went away are disconnected, the others failed:
+	 * one event each kind, the decision after both. */
+	uint32_t gone = 0, other = 0;
+	int gone_err = -ENOTCONN, other_err = -EIO;
+	for (int k = 0; k < r->nsub; k++) {
+		struct sub *f = &r->sub[k];
+		if (!(failed & (1u << f->comp)))
+			continue;
+		if (bm_error_is_gone(f->result)) {
+			gone |= 1u << f->comp;
+			gone_err = f->result;
+		} else {
+			other |= 1u << f->comp;
+			other_err = f->result;
+		}
+	}
+	const char *what = r->io->type == BM_IO_FLUSH ? "flush error"
+	                                               : "write error";
+	if (gone && other)
+		bm_ev_fail(m, gone, what, gone_err, r->io->offset, r->io->length,
+		           NULL, NULL);
+	if (other)
+		bm_ev_fail(m, other, what, other_err, r->io->offset,
+		           r->io->length, write_decide, r);
+	else
+		bm_ev_fail(m, gone, what, gone_err, r->io->offset,
+		           r->io->length, write_decide, r);
+}
+
+static void sub_issue(struct sub *s)
+{
+	struct bm_mirror *m = s->req->m;
+	struct bm_component *c = &m->comp[s->comp];
+	struct bm_backend *be;
+	int err;
+
+	s->t0_ns = bm_now_ns();
+	bm_queue_enter(&c->inflight, &c->stats);
+	if (s->br.op == BM_BOP_READ)
+		atomic_store(&c->head_pos, s->br.offset + s->br.length);
+	be = bm_comp_get(c);
+	err = be ? be->ops->submit(be, &s->br) : -ENOTCONN;
+	if (be)
+		bm_comp_put(c);
+	if (err < 0)
+		s->br.done(&s->br, err);
+}
+
+static struct mreq *req_alloc(struct bm_mirror *m, struct bm_io *io, int nsub)
+{
+	struct mreq *r = calloc(1, sizeof(*r) + (size_t)nsub * sizeof(struct sub));
+
+	if (!r)
+		return NULL;
+	r->m = m;
+	r->io = io;
+	r->nsub = nsub;
+	r->t0_ns = bm_now_ns();
+	atomic_init(&r->pending, nsub);
+	return r;
+}
+
+static void sub_init(struct mreq *r, int k, int comp, enum bm_bop op,
+                     uint64_t off, uint32_t len, void *buf, uint32_t flags,
+                     void (*done)(struct bm_breq *, int))
+{
+	struct sub *s = &r->sub[k];
+
+	s->req = r;
+	s->comp = comp;
+	s->br.op = op;
+	s->br.flags = flags;
+	s->br.offset = off;
+	s->br.length = len;
+	s->br.buf = buf;
+	s->br.done = done;
+	s->br.opaque = s;
+}
+
+int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io)
+{
+	int ncomp_read = bm_readable_count(m);
+	int npieces = 1;
+	uint32_t piece = io->length;
+	struct mreq *r;
+
+	if (ncomp_read == 0)
+		return bm_error(EIO, "no readable component");
+	if (atomic_load(&m->balance) == BM_BALANCE_SPLIT &&
+	    io->length > atomic_load(&m->slice) && ncomp_read > 1) {
+		piece = (io->length / (uint32_t)ncomp_read + 4095u) & ~4095u;
+		npieces = (int)((io->length + piece - 1) / piece);
+	}
+	r = req_alloc(m, io, npieces);
+	if (!r)
+		return bm_error(ENOMEM, "out of memory");
+	uint32_t used = 0;
+	for (int k = 0; k < npieces; k++) {
+		uint32_t len = io->length - (uint32_t)k * piece < piece
+		                       ? io->length - (uint32_t)k * piece : piece;
+		int comp = bm_balance_pick(m, io->offset, len, used);
+		if (comp < 0)
+			comp = bm_balance_pick(m, io->offset, len, 0);
+		if (comp < 0)
+			comp = 0; /* raced with a failure: the read will fail over */
+		used |= 1u << comp;
+		sub_init(r, k, comp, BM_BOP_READ, io->offset + (uint64_t)k * piece,
+		         len, (char *)io->buf + (size_t)k * piece, 0, read_done);
+	}
+	atomic_fetch_add(&m->ios_inflight, 1);
+	bm_io_begin(m);
+	for (int k = 0; k < npieces; k++)
+		sub_issue(&r->sub[k]);
+	return 0;
+}
+
+int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
+                    bm_range_hook before_ack)
+{
+	enum bm_bop op;
+	bool is_write = io->type != BM_IO_FLUSH;
+	int targets[BM_MAX_COMPONENTS], n = 0;
+	struct mreq *r;
+
+	switch (io->type) {
+	case BM_IO_WRITE: op = BM_BOP_WRITE; break;
+	case BM_IO_TRIM: op = BM_BOP_TRIM; break;
+	case BM_IO_WRITE_ZEROES: op = BM_BOP_ZERO; break;
+	default: op = BM_BOP_FLUSH; break;
+	}
+	if (is_write) {
+		atomic_fetch_add(&m->writes_inflight, 1);
+		if (!atomic_load(&m->dirty)) {
+			int err = bm_meta_mark_dirty(m);
+			if (err < 0) {
+				atomic_fetch_sub(&m->writes_inflight, 1);
+				return bm_error(EIO, "cannot mark the mirror dirty");
+			}
+		}
+	}
+	if (atomic_load(&m->meta_broken)) {
+		if (is_write)
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		return bm_error(EIO, "the mirror cannot record its state in any "
+		                "label; writes are refused");
+	}
+	r = req_alloc(m, io, m->ncomp);
+	if (!r) {
+		if (is_write)
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		return bm_error(ENOMEM, "out of memory");
+	}
+	r->is_write = is_write;
+	r->before_ack = before_ack;
+	/* Hold the range first: a component that starts synchronizing after
+	 * this point is copied after this write completes. */
+	if (is_write) {
+		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
+		if (before_ack)
+			before_ack(m, io->offset, io->length);
+	}
+	for (int i = 0; i < m->ncomp; i++) {
+		int s = atomic_load(&m->comp[i].state);
+		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
+			targets[n++] = i;
+	}
+	if (n == 0) {
+		if (is_write) {
+			bm_rangelock_shared_release(&m->rl, &r->hold);
+			atomic_fetch_sub(&m->writes_inflight, 1);
+		}
+		free(r);
+		return bm_error(EIO, "no writable component");
+	}
+	r->nsub = n;
+	atomic_store(&r->pending, n);
+	for (int k = 0; k < n; k++)
+		sub_init(r, k, targets[k], op, io->offset, io->length, io->buf,
+		         (io->flags & BM_IO_FUA) ? BM_BOP_FUA : 0, write_done);
+	atomic_fetch_add(&m->ios_inflight, 1);
+	bm_io_begin(m);
+	for (int k = 0; k < n; k++)
+		sub_issue(&r->sub[k]);
+	return 0;
+}
+
