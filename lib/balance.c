@@ -6,7 +6,7 @@
  *                counted across every connection and thread (atomics);
  *                ties are broken from a rotating start, never always 0.
  *   prefer       the readable component with the highest priority.
- *   split        (io.c) a request longer than the slice is cut into one
+ *   split        (compio.c) a request longer than the slice is cut into one
  *                piece per readable component; shorter ones go by load.
  *   stream       (readahead.c) sequential streams read ahead from every
  *                component at once; other reads go by load, where a

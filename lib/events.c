@@ -8,7 +8,7 @@
  * each recorded in the labels before the next, then runs the continuation:
  * so when a write's fate is decided, every failure found before it has
  * been applied, and the write is acknowledged only if a component that
- * completed it is still ACTIVE with its label current (io.c).
+ * completed it is still ACTIVE with its label current (compio.c).
  *
  * Between events it wakes a few times a second to
  *  - give up on components that stopped answering: one with requests

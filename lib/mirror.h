@@ -7,7 +7,9 @@
  *               the I/O watchdog (timeouts), health checks, idle clean
  *   recover.c   the recovery thread: reconnects DISCONNECTED components,
  *               rewrites ranges that failed to read from a good copy
- *   io.c        the data path: read balance, write fan-out, flush, retries
+ *   io.c        the data path's entry: checks, routing
+ *   compio.c    component I/O: reads with retry, write fan-out, the ack rule
+ *   stats.c     clocks, counters, client ios in flight
  *   balance.c   the read balance algorithms
  *   sync.c      the synchronization thread
  *   status.c    status and list text
