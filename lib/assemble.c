@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "lease.h"
 #include "mirror.h"
@@ -653,16 +654,9 @@ fail:
  * for ever); true when none is left. */
 static bool drain_until(bm_mirror *m, long timeout_ms)
 {
-	struct timespec deadline;
+	struct timespec deadline = bm_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
 	bool empty;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	/* draining before the look at the count: a completion that brings
 	 * it to zero either is seen here or sees draining and wakes us */
 	pthread_mutex_lock(&m->drain_lock);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "backend.h"
 
 struct waiter {
@@ -124,13 +125,7 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
 		detached_put_locked(d);
 		return err;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	deadline = bm_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
 	pthread_mutex_lock(&d->lock);
 	while (!d->finished &&
 	       pthread_cond_timedwait(&d->cond, &d->lock, &deadline) != ETIMEDOUT)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "mirror.h"
 
@@ -187,15 +188,7 @@ static void *ev_main(void *arg)
 			next_tick = bm_now_ms() + TICK_MS;
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		long long wait_ms = next_tick - now;
-		ts.tv_sec += wait_ms / 1000;
-		ts.tv_nsec += (wait_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = bm_deadline_ms(CLOCK_MONOTONIC, next_tick - now);
 		pthread_cond_timedwait(&m->ev_cond, &m->ev_lock, &ts);
 	}
 	pthread_mutex_unlock(&m->ev_lock);

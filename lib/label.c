@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "le.h"
 #include "crc32c.h"
 #include "error.h"
 #include "label.h"
@@ -45,31 +46,6 @@ _Static_assert(OFF_END_OF_FIELDS <= OFF_CRC, "label fields overlap the crc");
 _Static_assert(sizeof(BM_LABEL_MAGIC) == 16, "magic is 16 bytes");
 _Static_assert(BM_LABEL_USED <= BM_LABEL_SIZE, "label fits its block");
 
-static void put32(uint8_t *b, size_t off, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(b + off, &v, 4);
-}
-
-static void put64(uint8_t *b, size_t off, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(b + off, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *b, size_t off)
-{
-	uint32_t v;
-	memcpy(&v, b + off, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-	memcpy(&v, b + off, 8);
-	return le64toh(v);
-}
 
 uint64_t bm_label_offset(uint64_t component_size)
 {
@@ -106,28 +82,28 @@ void bm_label_encode(const struct bm_label *l, uint8_t out[BM_LABEL_SIZE])
 {
 	memset(out, 0, BM_LABEL_SIZE);
 	memcpy(out + OFF_MAGIC, BM_LABEL_MAGIC, 16);
-	put32(out, OFF_VERSION, BM_LABEL_VERSION);
-	put32(out, OFF_USED, BM_LABEL_USED);
+	bm_put32(out, OFF_VERSION, BM_LABEL_VERSION);
+	bm_put32(out, OFF_USED, BM_LABEL_USED);
 	memcpy(out + OFF_NAME, l->name, strnlen(l->name, BM_NAME_MAX));
-	put64(out, OFF_MIRROR_ID, l->mirror_id);
-	put64(out, OFF_COMPONENT_ID, l->component_id);
-	put64(out, OFF_GENID, l->genid);
-	put64(out, OFF_SYNCID, l->syncid);
-	put64(out, OFF_SEQ, l->seq);
-	put32(out, OFF_MIRROR_FLAGS, l->mirror_flags);
-	put32(out, OFF_COMPONENT_FLAGS, l->component_flags);
-	put32(out, OFF_BALANCE, l->balance);
-	put32(out, OFF_SLICE, l->slice);
-	put32(out, OFF_PRIORITY, l->priority);
-	put32(out, OFF_SECTOR_SIZE, l->sector_size);
-	put64(out, OFF_DATA_SIZE, l->data_size);
-	put64(out, OFF_COMPONENT_SIZE, l->component_size);
-	put64(out, OFF_SYNC_OFFSET, l->sync_offset);
-	put64(out, OFF_BITMAP_OFFSET, l->bitmap_offset);
-	put64(out, OFF_BITMAP_SIZE, l->bitmap_size);
-	put32(out, OFF_BITMAP_CHUNK, l->bitmap_chunk);
-	put32(out, OFF_NCOMPONENTS, l->ncomponents);
-	put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
+	bm_put64(out, OFF_MIRROR_ID, l->mirror_id);
+	bm_put64(out, OFF_COMPONENT_ID, l->component_id);
+	bm_put64(out, OFF_GENID, l->genid);
+	bm_put64(out, OFF_SYNCID, l->syncid);
+	bm_put64(out, OFF_SEQ, l->seq);
+	bm_put32(out, OFF_MIRROR_FLAGS, l->mirror_flags);
+	bm_put32(out, OFF_COMPONENT_FLAGS, l->component_flags);
+	bm_put32(out, OFF_BALANCE, l->balance);
+	bm_put32(out, OFF_SLICE, l->slice);
+	bm_put32(out, OFF_PRIORITY, l->priority);
+	bm_put32(out, OFF_SECTOR_SIZE, l->sector_size);
+	bm_put64(out, OFF_DATA_SIZE, l->data_size);
+	bm_put64(out, OFF_COMPONENT_SIZE, l->component_size);
+	bm_put64(out, OFF_SYNC_OFFSET, l->sync_offset);
+	bm_put64(out, OFF_BITMAP_OFFSET, l->bitmap_offset);
+	bm_put64(out, OFF_BITMAP_SIZE, l->bitmap_size);
+	bm_put32(out, OFF_BITMAP_CHUNK, l->bitmap_chunk);
+	bm_put32(out, OFF_NCOMPONENTS, l->ncomponents);
+	bm_put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
 }
 
 static bool power_of_two(uint64_t v)
@@ -145,16 +121,16 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 	if (memcmp(buf + OFF_MAGIC, BM_LABEL_MAGIC, 16) != 0)
 		return bm_error(ENOENT, "no blkmirror label");
 	memset(l, 0, sizeof(*l));
-	l->version = get32(buf, OFF_VERSION);
+	l->version = bm_get32(buf, OFF_VERSION);
 	if (l->version == 0 || l->version > BM_LABEL_VERSION)
 		return bm_error(EPROTO,
 		                "label version %u is not one this blkmirror reads "
 		                "(it reads 1..%u); use a newer blkmirror",
 		                l->version, BM_LABEL_VERSION);
-	if (get32(buf, OFF_USED) != BM_LABEL_USED)
+	if (bm_get32(buf, OFF_USED) != BM_LABEL_USED)
 		return bm_error(EINVAL, "label header size %u is wrong (want %u)",
-		                get32(buf, OFF_USED), BM_LABEL_USED);
-	want = get32(buf, OFF_CRC);
+		                bm_get32(buf, OFF_USED), BM_LABEL_USED);
+	want = bm_get32(buf, OFF_CRC);
 	crc = bm_crc32c(0, buf, OFF_CRC);
 	if (crc != want)
 		return bm_error(EINVAL,
@@ -165,24 +141,24 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 	memcpy(l->name, buf + OFF_NAME, BM_NAME_MAX + 1);
 	if (!bm_name_valid(l->name))
 		return bm_error(EINVAL, "label mirror name is not valid");
-	l->mirror_id = get64(buf, OFF_MIRROR_ID);
-	l->component_id = get64(buf, OFF_COMPONENT_ID);
-	l->genid = get64(buf, OFF_GENID);
-	l->syncid = get64(buf, OFF_SYNCID);
-	l->seq = get64(buf, OFF_SEQ);
-	l->mirror_flags = get32(buf, OFF_MIRROR_FLAGS);
-	l->component_flags = get32(buf, OFF_COMPONENT_FLAGS);
-	l->balance = get32(buf, OFF_BALANCE);
-	l->slice = get32(buf, OFF_SLICE);
-	l->priority = get32(buf, OFF_PRIORITY);
-	l->sector_size = get32(buf, OFF_SECTOR_SIZE);
-	l->data_size = get64(buf, OFF_DATA_SIZE);
-	l->component_size = get64(buf, OFF_COMPONENT_SIZE);
-	l->sync_offset = get64(buf, OFF_SYNC_OFFSET);
-	l->bitmap_offset = get64(buf, OFF_BITMAP_OFFSET);
-	l->bitmap_size = get64(buf, OFF_BITMAP_SIZE);
-	l->bitmap_chunk = get32(buf, OFF_BITMAP_CHUNK);
-	l->ncomponents = get32(buf, OFF_NCOMPONENTS);
+	l->mirror_id = bm_get64(buf, OFF_MIRROR_ID);
+	l->component_id = bm_get64(buf, OFF_COMPONENT_ID);
+	l->genid = bm_get64(buf, OFF_GENID);
+	l->syncid = bm_get64(buf, OFF_SYNCID);
+	l->seq = bm_get64(buf, OFF_SEQ);
+	l->mirror_flags = bm_get32(buf, OFF_MIRROR_FLAGS);
+	l->component_flags = bm_get32(buf, OFF_COMPONENT_FLAGS);
+	l->balance = bm_get32(buf, OFF_BALANCE);
+	l->slice = bm_get32(buf, OFF_SLICE);
+	l->priority = bm_get32(buf, OFF_PRIORITY);
+	l->sector_size = bm_get32(buf, OFF_SECTOR_SIZE);
+	l->data_size = bm_get64(buf, OFF_DATA_SIZE);
+	l->component_size = bm_get64(buf, OFF_COMPONENT_SIZE);
+	l->sync_offset = bm_get64(buf, OFF_SYNC_OFFSET);
+	l->bitmap_offset = bm_get64(buf, OFF_BITMAP_OFFSET);
+	l->bitmap_size = bm_get64(buf, OFF_BITMAP_SIZE);
+	l->bitmap_chunk = bm_get32(buf, OFF_BITMAP_CHUNK);
+	l->ncomponents = bm_get32(buf, OFF_NCOMPONENTS);
 
 	if (l->mirror_flags & ~BM_MF_ALL)
 		return bm_error(EINVAL, "label has unknown mirror flags %#x",

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
+#include "le.h"
 #include "crc32c.h"
 #include "error.h"
 #include "lease.h"
@@ -64,47 +66,22 @@ _Static_assert(OFF_END_OF_FIELDS <= OFF_CRC, "lease fields overlap the crc");
 _Static_assert(sizeof(BM_LEASE_MAGIC) == 16, "magic is 16 bytes");
 _Static_assert(BM_LEASE_USED <= BM_LEASE_SIZE, "lease fits its block");
 
-static void put32(uint8_t *b, size_t off, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(b + off, &v, 4);
-}
-
-static void put64(uint8_t *b, size_t off, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(b + off, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *b, size_t off)
-{
-	uint32_t v;
-	memcpy(&v, b + off, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-	memcpy(&v, b + off, 8);
-	return le64toh(v);
-}
 
 void bm_lease_encode(const struct bm_lease *l, uint8_t out[BM_LEASE_SIZE])
 {
 	memset(out, 0, BM_LEASE_SIZE);
 	memcpy(out + OFF_MAGIC, BM_LEASE_MAGIC, 16);
-	put32(out, OFF_VERSION, BM_LEASE_VERSION);
-	put32(out, OFF_STATE, l->state);
-	put64(out, OFF_OWNER, l->owner_id);
-	put64(out, OFF_SEQ, l->seq);
-	put64(out, OFF_MIRROR_ID, l->mirror_id);
-	put64(out, OFF_TIME, l->time_ms);
-	put32(out, OFF_PID, l->pid);
-	put32(out, OFF_INTERVAL, l->interval_ms);
+	bm_put32(out, OFF_VERSION, BM_LEASE_VERSION);
+	bm_put32(out, OFF_STATE, l->state);
+	bm_put64(out, OFF_OWNER, l->owner_id);
+	bm_put64(out, OFF_SEQ, l->seq);
+	bm_put64(out, OFF_MIRROR_ID, l->mirror_id);
+	bm_put64(out, OFF_TIME, l->time_ms);
+	bm_put32(out, OFF_PID, l->pid);
+	bm_put32(out, OFF_INTERVAL, l->interval_ms);
 	memcpy(out + OFF_HOST, l->host, strnlen(l->host, BM_LEASE_HOST_MAX));
 	memcpy(out + OFF_NAME, l->name, strnlen(l->name, BM_NAME_MAX));
-	put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
+	bm_put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
 }
 
 /* A NUL-terminated field of printable ASCII (it ends up in messages). */
@@ -133,23 +110,23 @@ int bm_lease_decode(const uint8_t *buf, size_t len, struct bm_lease *l)
 	if (memcmp(buf + OFF_MAGIC, BM_LEASE_MAGIC, 16) != 0)
 		return bm_error(ENOENT, "no lease");
 	memset(l, 0, sizeof(*l));
-	l->version = get32(buf, OFF_VERSION);
+	l->version = bm_get32(buf, OFF_VERSION);
 	if (l->version == 0 || l->version > BM_LEASE_VERSION)
 		return bm_error(EPROTO, "lease version %u is not one this "
 		                "blkmirror reads (it reads 1..%u)", l->version,
 		                BM_LEASE_VERSION);
-	want = get32(buf, OFF_CRC);
+	want = bm_get32(buf, OFF_CRC);
 	crc = bm_crc32c(0, buf, OFF_CRC);
 	if (crc != want)
 		return bm_error(EINVAL, "lease checksum mismatch (stored %08x, "
 		                "computed %08x)", want, crc);
-	l->state = get32(buf, OFF_STATE);
-	l->owner_id = get64(buf, OFF_OWNER);
-	l->seq = get64(buf, OFF_SEQ);
-	l->mirror_id = get64(buf, OFF_MIRROR_ID);
-	l->time_ms = get64(buf, OFF_TIME);
-	l->pid = get32(buf, OFF_PID);
-	l->interval_ms = get32(buf, OFF_INTERVAL);
+	l->state = bm_get32(buf, OFF_STATE);
+	l->owner_id = bm_get64(buf, OFF_OWNER);
+	l->seq = bm_get64(buf, OFF_SEQ);
+	l->mirror_id = bm_get64(buf, OFF_MIRROR_ID);
+	l->time_ms = bm_get64(buf, OFF_TIME);
+	l->pid = bm_get32(buf, OFF_PID);
+	l->interval_ms = bm_get32(buf, OFF_INTERVAL);
 	if (l->state != BM_LEASE_ACTIVE && l->state != BM_LEASE_CLEAN)
 		return bm_error(EINVAL, "lease state %u is unknown", l->state);
 	if (l->owner_id == 0)
@@ -381,14 +358,8 @@ static void *renew_main(void *arg)
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += BM_LEASE_INTERVAL_MS / 1000;
-		dl.tv_nsec += (BM_LEASE_INTERVAL_MS % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC,
+		                                    BM_LEASE_INTERVAL_MS);
 		while (!k->stop &&
 		       pthread_cond_timedwait(&k->cond, &k->lock, &dl) != ETIMEDOUT)
 			;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "mirror.h"
 
@@ -289,13 +290,7 @@ static void *rc_main(void *arg)
 		pthread_mutex_lock(&m->rc_lock);
 		if (m->rc_stop || m->rc_head)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 250 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = bm_deadline_ms(CLOCK_MONOTONIC, 250);
 		pthread_cond_timedwait(&m->rc_cond, &m->rc_lock, &ts);
 	}
 	while (m->rc_head) {

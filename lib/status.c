@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "mirror.h"
 
 const char *bm_comp_state_name(int state)
@@ -108,15 +109,9 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 {
 	size_t used = 0;
 	char mf[64];
-	struct timespec deadline;
+	struct timespec deadline = bm_deadline_ms(CLOCK_REALTIME, 500);
 	bool labels;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_nsec += 500000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	labels = pthread_mutex_timedlock(&m->meta_lock, &deadline) == 0;
 	pthread_mutex_lock(&m->info_lock);
 	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
