@@ -33,7 +33,8 @@
 
 static const char serve_usage[] =
 	"usage: blkmirror serve NAME --socket PATH [--tcp [HOST:]PORT] "
-	"[--readahead SIZE]";
+	"[--readahead SIZE] [--io-timeout SECONDS] [--read-errors COUNT] "
+	"[--max-connections N] [--max-inflight SIZE] [--max-inflight-total SIZE]";
 
 /* What the control thread may touch.  lock orders the handler's use of m
  * and srv against the main thread's stop: once running is false neither
@@ -183,6 +184,9 @@ int cmd_serve(int argc, char **argv)
 		{"readahead", required_argument, NULL, 'R'},
 		{"io-timeout", required_argument, NULL, 'O'},
 		{"read-errors", required_argument, NULL, 'E'},
+		{"max-connections", required_argument, NULL, 'C'},
+		{"max-inflight", required_argument, NULL, 'I'},
+		{"max-inflight-total", required_argument, NULL, 'J'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -193,6 +197,7 @@ int cmd_serve(int argc, char **argv)
 	size_t n;
 	sigset_t set;
 	uint64_t readahead = 0, io_timeout = 0, read_errors = 0;
+	uint64_t max_conns = 0, max_inflight = 0, max_inflight_total = 0;
 	bool readahead_set = false, io_timeout_set = false,
 	     read_errors_set = false;
 	int opt, sig, err, lock_fd, nclients;
@@ -229,6 +234,23 @@ int cmd_serve(int argc, char **argv)
 				                 "from 0 to 1000000", optarg);
 			read_errors_set = true;
 			break;
+		case 'C':
+			if (parse_size(optarg, &max_conns) < 0 || max_conns < 1 ||
+			    max_conns > 100000)
+				return cli_usage("--max-connections '%s' is not a "
+				                 "count from 1 to 100000", optarg);
+			break;
+		case 'I':
+		case 'J': {
+			uint64_t v;
+			if (parse_size(optarg, &v) < 0 || v < (1u << 20) ||
+			    v > (64ull << 30))
+				return cli_usage("--%s '%s' is not a size from 1M "
+				                 "to 64G", opt == 'I' ? "max-inflight"
+				                 : "max-inflight-total", optarg);
+			*(opt == 'I' ? &max_inflight : &max_inflight_total) = v;
+			break;
+		}
 		case 'h':
 			printf("%s\n"
 			       "Serves the mirror over NBD in the foreground until "
@@ -293,6 +315,22 @@ int cmd_serve(int argc, char **argv)
 	if (err < 0) {
 		state_free(paths, n);
 		return cli_fail("%s", bm_last_error());
+	}
+	if (max_conns || max_inflight || max_inflight_total) {
+		struct bm_nbd_limits lim;
+		bm_nbd_limits_default(&lim);
+		if (max_conns)
+			lim.max_conns = (int)max_conns;
+		if (max_inflight)
+			lim.conn_bytes = max_inflight;
+		if (max_inflight_total)
+			lim.server_bytes = max_inflight_total;
+		if (bm_nbd_server_set_limits(st.srv, &lim) < 0) {
+			state_free(paths, n);
+			cli_fail("%s", bm_last_error());
+			bm_nbd_server_stop(st.srv);
+			return 1;
+		}
 	}
 	err = bm_mirror_open(name, (const char *const *)paths, n, &st.m);
 	state_free(paths, n);
