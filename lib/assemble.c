@@ -101,18 +101,7 @@ static int find_same(const char *const *paths, size_t n, size_t *a, size_t *b)
 
 static int write_label_to(struct bm_backend *be, const struct bm_label *l)
 {
-	uint8_t *buf;
-	int err;
-
-	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
-		return -ENOMEM;
-	bm_label_encode(l, buf);
-	err = be->ops->pwrite_sync(be, buf, BM_LABEL_SIZE,
-	                           bm_label_offset(be->size));
-	if (err == 0)
-		err = be->ops->flush_sync(be);
-	free(buf);
-	return err;
+	return bm_label_store(be, l, BM_IO_TIMEOUT_MS_DEFAULT);
 }
 
 static void close_all(struct bm_backend **be, size_t n)

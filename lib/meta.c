@@ -57,29 +57,40 @@ static long timeout_of(struct bm_mirror *m)
 	return atomic_load(&m->io_timeout_ms);
 }
 
+/* The one label writer: encodes l into the component's last 4 KiB and
+ * flushes, each step within timeout_ms (<= 0: no deadline). */
+int bm_label_store(struct bm_backend *be, const struct bm_label *l,
+                   long timeout_ms)
+{
+	uint8_t *buf;
+	int err;
+
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return -ENOMEM;
+	bm_label_encode(l, buf);
+	err = bm_backend_io_wait_timeout(be, BM_BOP_WRITE, buf, BM_LABEL_SIZE,
+	                                 bm_label_offset(be->size), 0,
+	                                 timeout_ms);
+	if (err == 0)
+		err = bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 timeout_ms);
+	free(buf);
+	return err;
+}
+
 /* Caller holds meta_lock.  Writes c's label (seq bumped) and flushes it. */
 int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 {
-	uint8_t *buf;
 	int err;
 
 	BM_ASSERT_HELD(&m->meta_lock);
 	if (!c->be)
 		return -ENODEV;
-	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
-		return -ENOMEM;
 	c->label.seq++;
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
-	bm_label_encode(&c->label, buf);
-	err = bm_backend_io_wait_timeout(c->be, BM_BOP_WRITE, buf, BM_LABEL_SIZE,
-	                                 bm_label_offset(c->be->size), 0,
-	                                 timeout_of(m));
-	if (err == 0)
-		err = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0,
-		                                 0, timeout_of(m));
-	free(buf);
+	err = bm_label_store(c->be, &c->label, timeout_of(m));
 	c->label_stale = err < 0;
 	if (err < 0)
 		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",

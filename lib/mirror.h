@@ -217,6 +217,8 @@ struct bm_mirror {
 };
 
 /* meta.c */
+int bm_label_store(struct bm_backend *be, const struct bm_label *l,
+                   long timeout_ms);
 int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c);
 int bm_meta_mark_dirty(struct bm_mirror *m);
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms);
