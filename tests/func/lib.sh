@@ -14,9 +14,16 @@ MIB=$((1024 * 1024))
 
 cleanup() {
   local rc=$?
+  # Only processes of this test: a pid recorded here may have ended and
+  # been reused by another test's process (pid_max is 32768 and the suite
+  # starts many processes); ours carry this test's state directory in their
+  # environment.
   for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
+    [ -n "$p" ] || continue
+    local env; env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+    grep -qxF "BLKMIRROR_STATE_DIR=$T/state" <<<"$env" && kill -9 "$p" 2>/dev/null
   done
+  true
   # loop devices over files of this test (losetup -j wants a file, not a
   # directory, so list them all and match the backing path)
   losetup -l -n -O NAME,BACK-FILE 2>/dev/null | while read -r d f; do

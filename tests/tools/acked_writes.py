@@ -2,7 +2,7 @@
 """Writes through NBD with many requests in flight and records which were
 acknowledged; later checks that every acknowledged write reads back.
 
-  acked_writes.py write URI STATEFILE [COUNT] [DEPTH] [SEED]
+  acked_writes.py write URI STATEFILE [COUNT] [DEPTH] [SEED] [PACE_US]
   acked_writes.py verify URI STATEFILE
 
 Each write is 4 KiB at its own offset (so no two writes overlap and every
@@ -15,6 +15,7 @@ does not read back.
 import json
 import random
 import sys
+import time
 
 import nbd
 
@@ -26,7 +27,7 @@ def pattern(off, tag):
     return (head * (BS // len(head) + 1))[:BS]
 
 
-def do_write(uri, state, count, depth, seed):
+def do_write(uri, state, count, depth, seed, pace_us=0):
     rnd = random.Random(seed)
     h = nbd.NBD()
     h.connect_uri(uri)
@@ -44,6 +45,8 @@ def do_write(uri, state, count, depth, seed):
             cookie = h.aio_pwrite(buf, off)
             inflight[cookie] = (off, tag, buf)
             i += 1
+            if pace_us:
+                time.sleep(pace_us / 1e6)
         h.poll(-1)
         for cookie in list(inflight):
             try:
@@ -87,6 +90,7 @@ if __name__ == "__main__":
         a = sys.argv[2:]
         do_write(a[0], a[1], int(a[2]) if len(a) > 2 else 200,
                  int(a[3]) if len(a) > 3 else 16,
-                 int(a[4]) if len(a) > 4 else 1)
+                 int(a[4]) if len(a) > 4 else 1,
+                 int(a[5]) if len(a) > 5 else 0)
     else:
         do_verify(sys.argv[2], sys.argv[3])
