@@ -922,9 +922,17 @@ int bm_nbd_server_clients(struct bm_nbd_server *s, char *buf, size_t len)
 	int n = 0, np = 0, others = 0;
 
 	pthread_mutex_lock(&s->lock);
-	for (struct conn *c = s->conns; c; c = c->next, n++) {
+	for (struct conn *c = s->conns; c; c = c->next) {
 		char who[200];
 		int k;
+		/* A client that has hung up is leaving, not connected: its
+		 * connection is only finishing its replies. */
+		struct pollfd pfd = {.fd = c->fd, .events = POLLRDHUP};
+		if (atomic_load(&c->dead) ||
+		    (poll(&pfd, 1, 0) == 1 &&
+		     (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))))
+			continue;
+		n++;
 		describe_peer(c->fd, who, sizeof(who));
 		for (k = 0; k < np && strcmp(peers[k].who, who) != 0; k++)
 			;
