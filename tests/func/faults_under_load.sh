@@ -1,6 +1,6 @@
 # Under load, components fail in turn while one stays usable: an NBD
 # component dies and comes back, another stops answering (io-timeout 2 s)
-# and answers again.  The client (16 writes in flight, thousands of them)
+# and answers again.  The client (16 writes in flight, 8000 of them)
 # never sees an error, every acknowledged write reads back, and the mirror
 # ends COMPLETE with identical copies.
 . "$(dirname "$0")/lib.sh"
@@ -15,20 +15,19 @@ start_b() {
   PIDS+=("$(cat "$T/b.pid")")
 }
 start_b
-disk c 256M --filter=pause pause-control="$T/pause.ctl"
-pausectl() { nbdsh -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('$T/pause.ctl'); s.sendall(b'$1'); s.recv(1)"; }
+hangdisk c 256
 bm label -n m0 "$T/a" "nbd+unix:///?socket=$T/b.sock" "$(disk_uri c)"
 serve m0 --io-timeout 2
-"$PY" "$tool" write "$(uri m0)" "$T/acked" 20000 16 7 300 >"$T/writer.out" 2>&1 &
+"$PY" "$tool" write "$(uri m0)" "$T/acked" 8000 16 7 300 >"$T/writer.out" 2>&1 &
 writer=$!
 sleep 1
 kill -9 "$(cat "$T/b.pid")"                       # b dies
 sleep 0.5
-pausectl p                                        # c hangs
+hang c                                            # c hangs
 sleep 3                                           # past io-timeout
 start_b                                           # b is back
 sleep 1
-pausectl r                                        # c answers again
+answer c                                          # c answers again
 wait $writer || { cat "$T/writer.out"; fail "the writer failed"; }
 cat "$T/writer.out"
 grep -q "failed 0$" "$T/writer.out" || { tail -n 20 "$T/m0.log"; fail "the client saw errors"; }
@@ -36,6 +35,5 @@ grep -q "DISCONNECTED\|disconnected" "$T/m0.log" || fail "no fault happened duri
 wait_complete m0
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
 stop m0
-nbdcopy "$(disk_uri c)" "$T/c.img"
 cmp -n $((255 * MIB)) "$T/a" "$T/b.img" || fail "a and b differ"
 cmp -n $((255 * MIB)) "$T/a" "$T/c.img" || fail "a and c differ"

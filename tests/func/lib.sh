@@ -176,3 +176,24 @@ release_client() {
   exec {fd}>&-
   wait "$pid" 2>/dev/null || true
 }
+
+# hangdisk NAME SIZE_MIB: a disk that stops answering while $T/NAME.hang
+# exists (hang NAME / answer NAME), backed by $T/NAME.img, through nbdkit's
+# eval plugin; URI $(disk_uri NAME).  (nbdkit 1.32's pause filter aborts
+# now and then when a client closes a connection whose requests it holds,
+# which is exactly what a mirror does to a component that hangs.)
+hangdisk() {
+  local name=$1 mib=$2 wait="while [ -e $T/$1.hang ]; do sleep 0.05; done"
+  command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+  truncate -s "${mib}M" "$T/$name.img"
+  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" eval \
+    get_size="echo $((mib * MIB))" can_write='exit 0' can_flush='exit 0' \
+    can_multi_conn='exit 0' flush="$wait" \
+    pread="$wait; dd if=$T/$name.img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
+    pwrite="$wait; dd of=$T/$name.img seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
+    >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/$name.disk.pid")")
+}
+hang() { touch "$T/$1.hang"; }
+answer() { rm -f "$T/$1.hang"; }

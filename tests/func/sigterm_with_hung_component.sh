@@ -1,16 +1,15 @@
 # SIGTERM stops the server within io-timeout + 5 s whatever the components
-# do: here one stops answering (nbdkit's pause filter) with a client write
+# do: here one stops answering (hangdisk in lib.sh) with a client write
 # on it.  The io-timeout is set on the running mirror with configure.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
-need nbdsh
 mkimg 64 a
-disk p 64M --filter=pause pause-control="$T/pause.ctl"
+hangdisk p 64
 bm label -n m0 "$T/a" "$(disk_uri p)"
 serve m0
 expect_error "no mirror named" bm configure --io-timeout 2 nope
 bm configure --io-timeout 2 m0 || fail "configure --io-timeout failed"
-nbdsh -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('$T/pause.ctl'); s.sendall(b'p'); s.recv(1)"
+hang p
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x11 0 1M' >"$T/qio" 2>&1 &
 PIDS+=("$!")
 sleep 0.5
