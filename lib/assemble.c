@@ -612,6 +612,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	err = bm_recover_start(m);
 	if (err < 0) {
 		bm_ev_stop(m);
+		bm_ev_free(m);
 		goto fail;
 	}
 	atomic_store(&m->last_write_ms, bm_now_ms());
@@ -620,6 +621,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		bm_recover_stop(m);
 		bm_recover_free(m);
 		bm_ev_stop(m);
+		bm_ev_free(m);
 		goto fail;
 	}
 	*out = m;
@@ -680,21 +682,33 @@ void bm_mirror_close(bm_mirror *m)
 {
 	bool drained;
 
-	bm_sync_stop(m);
+	/* Ask first, join after the drain: a copy or a repair may wait on
+	 * the range of a client write held by a component that hangs. */
+	bm_sync_request_stop(m);
+	bm_recover_request_stop(m);
 	drained = drain_until(m, atomic_load(&m->io_timeout_ms) + 5000L);
-	if (!drained)
+	if (!drained) {
 		fprintf(stderr, "blkmirror: %s: %ld requests did not complete; "
 		        "leaving the mirror marked dirty\n", m->name,
 		        (long)atomic_load(&m->ios_inflight));
+		bm_lease_stop(m, false);
+		return; /* the process exits; nothing is freed under them */
+	}
+	bm_sync_stop(m);
 	bm_recover_stop(m);
-	bm_ev_stop(m);
-	if (drained && !bm_ra_destroy(m, atomic_load(&m->io_timeout_ms) + 5000L)) {
+	/* Before the event thread stops: its watchdog ends a chunk that
+	 * hangs, and a chunk that fails may still queue an event. */
+	if (!bm_ra_destroy(m, atomic_load(&m->io_timeout_ms) + 5000L)) {
 		fprintf(stderr, "blkmirror: %s: read-ahead did not land; leaving "
 		        "the mirror marked dirty\n", m->name);
-		drained = false;
+		bm_ev_stop(m);
+		bm_lease_stop(m, false);
+		return;
 	}
+	bm_ev_stop(m);
 	pthread_mutex_lock(&m->meta_lock);
-	if (drained && bm_meta_flush_all_locked(m) == 0) {
+	if (bm_meta_flush_all_locked(m) == 0) {
+		atomic_store(&m->dirty_on_disk, false);
 		atomic_store(&m->dirty, false);
 		if (bm_meta_write_all_labels(m) < 0) {
 			atomic_store(&m->dirty, true);
@@ -702,7 +716,7 @@ void bm_mirror_close(bm_mirror *m)
 			        "marked clean; the next start resynchronizes\n",
 			        m->name);
 		}
-	} else if (drained) {
+	} else {
 		fprintf(stderr, "blkmirror: %s: a flush failed; leaving the "
 		        "mirror marked dirty\n", m->name);
 	}
@@ -710,21 +724,23 @@ void bm_mirror_close(bm_mirror *m)
 	/* Renewed until now, so that no one takes the components over while
 	 * they are flushed; clean only when the labels are. */
 	bm_lease_stop(m, !atomic_load(&m->dirty));
-	if (!drained)
-		return;
-	/* A request that timed out (a label write or flush to a component
-	 * that hangs) may still be outstanding: end it, or close would wait
-	 * for it. */
-	bool stuck = atomic_load(&m->dirty);
+	/* A request that timed out (a label write, a flush, a sync read on a
+	 * component that hangs) may still be outstanding: end it, or close
+	 * would wait for it. */
 	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_backend *be = m->comp[i].be;
+		struct bm_component *c = &m->comp[i];
+		struct bm_backend *be = c->be;
 		if (!be)
 			continue;
-		if ((stuck || m->comp[i].label_stale) && be->ops->abort)
+		if ((atomic_load(&m->dirty) || c->label_stale ||
+		     atomic_load(&c->inflight) > 0 ||
+		     atomic_load(&be->detached) > 0) && be->ops->abort)
 			be->ops->abort(be);
 		be->ops->close(be);
 	}
+	bm_sync_free(m);
 	bm_recover_free(m);
+	bm_ev_free(m);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
 	pthread_mutex_destroy(&m->info_lock);

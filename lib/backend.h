@@ -9,6 +9,7 @@
 #ifndef BM_BACKEND_H
 #define BM_BACKEND_H
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -68,6 +69,10 @@ struct bm_backend {
 	dev_t st_dev;        /* identity, to find one disk named twice */
 	ino_t st_ino;
 	dev_t st_rdev;
+	/* Requests whose waiter gave up (bm_backend_io_wait_timeout) and that
+	 * have not completed yet: the component may still act on them, so
+	 * it is not reopened while any is left (recover.c). */
+	atomic_int detached;
 };
 
 /*

@@ -60,6 +60,8 @@ struct detached {
 	bool finished;
 	int result;
 	int refs;          /* lock */
+	bool abandoned;    /* lock: the waiter gave up (be->detached counts it) */
+	struct bm_backend *be;
 	void *bounce;
 };
 
@@ -83,6 +85,8 @@ static void detached_done(struct bm_breq *r, int result)
 	pthread_mutex_lock(&d->lock);
 	d->result = result;
 	d->finished = true;
+	if (d->abandoned)
+		atomic_fetch_sub(&d->be->detached, 1);
 	pthread_cond_signal(&d->cond);
 	detached_put_locked(d);
 }
@@ -115,6 +119,7 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
 	pthread_cond_init(&d->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	d->refs = 2;
+	d->be = be;
 	d->r = (struct bm_breq){.op = op, .flags = flags, .offset = off,
 	                        .length = len, .buf = d->bounce,
 	                        .done = detached_done, .opaque = d};
@@ -132,6 +137,8 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
 		;
 	if (!d->finished) {
 		err = -ETIMEDOUT;
+		d->abandoned = true;
+		atomic_fetch_add(&be->detached, 1);
 	} else {
 		err = d->result;
 		if (err == 0 && op == BM_BOP_READ && len)

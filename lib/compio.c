@@ -37,6 +37,7 @@ struct sub {
 	struct mreq *req;
 	int comp;
 	int result;       /* write: what the component answered */
+	unsigned epoch;   /* the component's connection it was issued on */
 	uint32_t tried;   /* read: components that failed this piece */
 	uint32_t repair;  /* read: those that answered with an error */
 	uint64_t t0_ns;
@@ -102,6 +103,20 @@ static void set_error(struct mreq *r, int err)
 
 static void sub_issue(struct sub *s);
 
+/* The epochs the subs were issued on, for bm_ev_fail (thread-local: the
+ * event is queued, and the array copied, before the next call). */
+static const unsigned *epochs_of(struct bm_mirror *m, const struct sub *s,
+                                 int n)
+{
+	static __thread unsigned ep[BM_MAX_COMPONENTS];
+
+	for (int i = 0; i < m->ncomp; i++)
+		ep[i] = atomic_load(&m->comp[i].epoch);
+	for (int k = 0; k < n; k++)
+		ep[s[k].comp] = s[k].epoch;
+	return ep;
+}
+
 static void read_done(struct bm_breq *br, int result)
 {
 	struct sub *s = br->opaque;
@@ -114,7 +129,8 @@ static void read_done(struct bm_breq *br, int result)
 	if (result < 0) {
 		s->tried |= 1u << s->comp;
 		if (bm_error_is_gone(result))
-			bm_ev_fail(m, 1u << s->comp, "read error", result,
+			bm_ev_fail(m, 1u << s->comp, epochs_of(m, s, 1),
+			           "read error", result,
 			           br->offset, br->length, NULL, NULL);
 		else
 			s->repair |= 1u << s->comp;
@@ -202,14 +218,15 @@ static void write_done(struct bm_breq *br, int result)
 	}
 	const char *what = r->io->type == BM_IO_FLUSH ? "flush error"
 	                                               : "write error";
+	const unsigned *ep = epochs_of(m, r->sub, r->nsub);
 	if (gone && other)
-		bm_ev_fail(m, gone, what, gone_err, r->io->offset, r->io->length,
-		           NULL, NULL);
+		bm_ev_fail(m, gone, ep, what, gone_err, r->io->offset,
+		           r->io->length, NULL, NULL);
 	if (other)
-		bm_ev_fail(m, other, what, other_err, r->io->offset,
+		bm_ev_fail(m, other, ep, what, other_err, r->io->offset,
 		           r->io->length, write_decide, r);
 	else
-		bm_ev_fail(m, gone, what, gone_err, r->io->offset,
+		bm_ev_fail(m, gone, ep, what, gone_err, r->io->offset,
 		           r->io->length, write_decide, r);
 }
 
@@ -225,6 +242,8 @@ static void sub_issue(struct sub *s)
 	if (s->br.op == BM_BOP_READ)
 		atomic_store(&c->head_pos, s->br.offset + s->br.length);
 	be = bm_comp_get(c);
+	/* read while we hold it: a reconnect waits for users to leave */
+	s->epoch = atomic_load(&c->epoch);
 	err = be ? be->ops->submit(be, &s->br) : -ENOTCONN;
 	if (be)
 		bm_comp_put(c);
@@ -316,7 +335,7 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 	}
 	if (is_write) {
 		atomic_fetch_add(&m->writes_inflight, 1);
-		if (!atomic_load(&m->dirty)) {
+		if (!atomic_load(&m->dirty_on_disk)) {
 			int err = bm_meta_mark_dirty(m);
 			if (err < 0) {
 				atomic_fetch_sub(&m->writes_inflight, 1);

@@ -55,8 +55,9 @@ static void apply(struct bm_mirror *m, const struct bm_event *ev)
 	pthread_mutex_unlock(&m->meta_lock);
 }
 
-void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
-                uint64_t off, uint64_t len, void (*then)(void *), void *arg)
+void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
+                const char *what, int err, uint64_t off, uint64_t len,
+                void (*then)(void *), void *arg)
 {
 	struct bm_event *ev = calloc(1, sizeof(*ev));
 	struct bm_event local;
@@ -66,7 +67,7 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
 	memset(ev, 0, sizeof(*ev));
 	ev->mask = mask;
 	for (int i = 0; i < m->ncomp; i++)
-		ev->epoch[i] = atomic_load(&m->comp[i].epoch);
+		ev->epoch[i] = epochs ? epochs[i] : atomic_load(&m->comp[i].epoch);
 	ev->state = bm_error_is_gone(err) ? BM_CS_DISCONNECTED : BM_CS_FAILED;
 	if (len)
 		snprintf(ev->why, sizeof(ev->why), "%s: %s (offset %llu, length "
@@ -217,6 +218,11 @@ void bm_ev_stop(struct bm_mirror *m)
 	pthread_cond_signal(&m->ev_cond);
 	pthread_mutex_unlock(&m->ev_lock);
 	pthread_join(m->ev_thread, NULL);
+}
+
+/* After bm_ev_stop, once nothing can queue an event any more. */
+void bm_ev_free(struct bm_mirror *m)
+{
 	pthread_mutex_destroy(&m->ev_lock);
 	pthread_cond_destroy(&m->ev_cond);
 }

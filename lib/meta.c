@@ -222,7 +222,7 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 	int err = 0;
 
 	pthread_mutex_lock(&m->meta_lock);
-	if (!atomic_load(&m->dirty)) {
+	if (!atomic_load(&m->dirty_on_disk)) {
 		atomic_store(&m->dirty, true);
 		if (m->degraded)
 			m->syncid++;
@@ -237,6 +237,9 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 		if (!recorded_somewhere(m)) {
 			atomic_store(&m->dirty, false);
 			err = -EIO;
+		} else {
+			/* only now may writes skip marking (compio.c) */
+			atomic_store(&m->dirty_on_disk, true);
 		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);
@@ -278,11 +281,17 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 	if (idle_ms && bm_now_ms() - atomic_load(&m->last_write_ms) < idle_ms)
 		return;
 	pthread_mutex_lock(&m->meta_lock);
+	/* dirty_on_disk false before the look at writes_inflight: a writer
+	 * either is counted there or finds it false and marks again (it
+	 * waits for meta_lock, so after this clean) */
+	bool was_on_disk = atomic_exchange(&m->dirty_on_disk, false);
 	atomic_store(&m->dirty, false);
 	if (atomic_load(&m->writes_inflight) > 0 ||
 	    bm_meta_flush_all_locked(m) < 0) {
-		atomic_store(&m->dirty, true); /* a writer raced us, or a
-		                                  flush failed: later */
+		/* a writer raced us, or a flush failed: later (the labels
+		 * still say DIRTY) */
+		atomic_store(&m->dirty, true);
+		atomic_store(&m->dirty_on_disk, was_on_disk);
 	} else if (bm_meta_write_all_labels(m) < 0) {
 		/* Some labels say clean now, others may not: memory says
 		 * clean, so the next write runs bm_meta_mark_dirty, which

@@ -173,7 +173,9 @@ struct bm_mirror {
 	atomic_uint slice;
 	atomic_uint rr_cursor;          /* round-robin and tie breaking */
 
-	atomic_bool dirty;              /* labels say DIRTY */
+	atomic_bool dirty;              /* labels are to say DIRTY */
+	atomic_bool dirty_on_disk;      /* and an ACTIVE one does: a write may
+	                                   be issued without marking */
 	atomic_long writes_inflight;    /* writes, trims, zeroes in flight */
 	atomic_long ios_inflight;       /* every client io in flight */
 	atomic_bool draining;           /* someone waits for ios_inflight 0 */
@@ -244,15 +246,20 @@ bool bm_error_is_gone(int err);
 
 /* events.c: the event thread.  bm_ev_fail queues the failure of the
  * components in mask (err: the -errno, off/len: the request, for the log);
- * once it is applied (and everything queued before it), then(arg) runs on
- * the event thread. */
-void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const char *what, int err,
-                uint64_t off, uint64_t len, void (*then)(void *), void *arg);
+ * epochs[i] is component i's epoch when the failed request was issued
+ * (NULL: now), so a failure of an older connection is not applied to a
+ * reconnected one.  Once it is applied (and everything queued before it),
+ * then(arg) runs on the event thread. */
+void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
+                const char *what, int err, uint64_t off, uint64_t len,
+                void (*then)(void *), void *arg);
 int bm_ev_start(struct bm_mirror *m);
 void bm_ev_stop(struct bm_mirror *m);
+void bm_ev_free(struct bm_mirror *m);
 
 /* recover.c: the recovery thread. */
 int bm_recover_start(struct bm_mirror *m);
+void bm_recover_request_stop(struct bm_mirror *m);
 void bm_recover_stop(struct bm_mirror *m);
 void bm_recover_free(struct bm_mirror *m);
 void bm_recover_kick(struct bm_mirror *m);
@@ -270,7 +277,9 @@ int bm_readable_count(struct bm_mirror *m);
  * it that a component became SYNCHRONIZING. */
 int bm_sync_start(struct bm_mirror *m);
 void bm_sync_kick(struct bm_mirror *m);
+void bm_sync_request_stop(struct bm_mirror *m);
 void bm_sync_stop(struct bm_mirror *m);
+void bm_sync_free(struct bm_mirror *m);
 
 /* io.c: the entry point. */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);

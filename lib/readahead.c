@@ -81,6 +81,7 @@ struct ra_chunk {
 	int state;
 	int comp;
 	bool idle_start;         /* its component had nothing else in flight */
+	unsigned epoch;          /* its component's connection when issued */
 	uint64_t t_issue;
 	void *buf;
 	struct ra_chunk *next;   /* in the stream, or on an issue list */
@@ -323,6 +324,7 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		c->t_issue = bm_now_ns();
 		bm_queue_enter(&comp->inflight, &comp->stats);
 		struct bm_backend *be = bm_comp_get(comp);
+		c->epoch = atomic_load(&comp->epoch);
 		int err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
 		if (be)
 			bm_comp_put(comp);
@@ -452,6 +454,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	uint64_t t = bm_now_ns();
 	int comp_index = c->comp;
 	uint64_t c_off = c->off, c_len = c->len;
+	unsigned c_epoch = c->epoch;
 
 	bm_queue_leave(&comp->inflight, &comp->stats);
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
@@ -481,9 +484,14 @@ static void chunk_done(struct bm_breq *br, int result)
 	pthread_mutex_unlock(&ra->lock);
 	/* A component that went away is disconnected; one that answered with
 	 * an error is mended by the direct read the client falls back to. */
-	if (result < 0 && bm_error_is_gone(result))
-		bm_ev_fail(m, 1u << comp_index, "read error (read-ahead)", result,
+	if (result < 0 && bm_error_is_gone(result)) {
+		unsigned ep[BM_MAX_COMPONENTS];
+		for (int i = 0; i < m->ncomp; i++)
+			ep[i] = atomic_load(&m->comp[i].epoch);
+		ep[comp_index] = c_epoch;
+		bm_ev_fail(m, 1u << comp_index, ep, "read error (read-ahead)", result,
 		           c_off, c_len, NULL, NULL);
+	}
 	issue_all(m, issue);
 	finish_reads(m, done_list, fallback);
 }

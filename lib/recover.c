@@ -187,8 +187,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	/* Nobody may hold the old connection when it is closed (and a file
 	 * keeps its lock until then); its close() waits for what it was
 	 * given, which abort() ended. */
-	if (atomic_load(&c->users) > 0 || atomic_load(&m->sync_target) == c)
-		return -EBUSY;
+	if (atomic_load(&c->users) > 0 || atomic_load(&m->sync_target) == c ||
+	    atomic_load(&c->inflight) > 0 ||
+	    (c->be && atomic_load(&c->be->detached) > 0))
+		return -EBUSY; /* the old connection may still act on requests:
+		                  a late write would land on the new copy */
 	pthread_mutex_lock(&m->meta_lock);
 	old = c->be;
 	c->be = NULL;
@@ -316,12 +319,17 @@ int bm_recover_start(struct bm_mirror *m)
 	return 0;
 }
 
-void bm_recover_stop(struct bm_mirror *m)
+void bm_recover_request_stop(struct bm_mirror *m)
 {
 	pthread_mutex_lock(&m->rc_lock);
 	m->rc_stop = true;
 	pthread_cond_signal(&m->rc_cond);
 	pthread_mutex_unlock(&m->rc_lock);
+}
+
+void bm_recover_stop(struct bm_mirror *m)
+{
+	bm_recover_request_stop(m);
 	pthread_join(m->rc_thread, NULL);
 	/* rc_lock and rc_cond stay: a component dropped while the mirror
 	 * closes still kicks (nobody listens); bm_recover_free frees them. */

@@ -274,15 +274,25 @@ void bm_sync_kick(struct bm_mirror *m)
 	pthread_mutex_unlock(&m->sync_lock);
 }
 
-/* Stops the copy at the next chunk (keeping its checkpoint) and the
- * thread. */
-void bm_sync_stop(struct bm_mirror *m)
+/* Asks the copy to stop at the next chunk (keeping its checkpoint). */
+void bm_sync_request_stop(struct bm_mirror *m)
 {
 	pthread_mutex_lock(&m->sync_lock);
 	atomic_store(&m->sync_stop, true);
 	pthread_cond_signal(&m->sync_cond);
 	pthread_mutex_unlock(&m->sync_lock);
+}
+
+/* Stops it and waits for the thread.  sync_lock stays until
+ * bm_sync_free: a reconnect may still kick. */
+void bm_sync_stop(struct bm_mirror *m)
+{
+	bm_sync_request_stop(m);
 	pthread_join(m->sync_thread, NULL);
+}
+
+void bm_sync_free(struct bm_mirror *m)
+{
 	pthread_mutex_destroy(&m->sync_lock);
 	pthread_cond_destroy(&m->sync_cond);
 }
