@@ -14,14 +14,14 @@ MIB=$((1024 * 1024))
 
 cleanup() {
   local rc=$?
-  # Only processes of this test: a pid recorded here may have ended and
-  # been reused by another test's process (pid_max is 32768 and the suite
-  # starts many processes); ours carry this test's state directory in their
-  # environment.
-  for p in "${PIDS[@]:-}"; do
-    [ -n "$p" ] || continue
-    local env; env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
-    grep -qxF "BLKMIRROR_STATE_DIR=$T/state" <<<"$env" && kill -9 "$p" 2>/dev/null
+  # Every process of this test, and only those: they carry its state
+  # directory in their environment (a pid recorded in PIDS may have ended
+  # and been reused by another test's process; nbdkit's eval plugin runs
+  # children nobody recorded).
+  local p
+  for p in $(grep -lzxF "BLKMIRROR_STATE_DIR=$T/state" /proc/[0-9]*/environ 2>/dev/null |
+             cut -d/ -f3); do
+    [ "$p" != $$ ] && kill -9 "$p" 2>/dev/null || true
   done
   true
   # loop devices over files of this test (losetup -j wants a file, not a
@@ -183,7 +183,8 @@ release_client() {
 # now and then when a client closes a connection whose requests it holds,
 # which is exactly what a mirror does to a component that hangs.)
 hangdisk() {
-  local name=$1 mib=$2 wait="while [ -e $T/$1.hang ]; do sleep 0.05; done"
+  local name=$1 mib=$2
+  local wait="while [ -e $T/$1.hang ]; do sleep 0.05; done; [ -d $T ] || exit 1"
   command -v nbdkit >/dev/null || skip "nbdkit is not installed"
   truncate -s "${mib}M" "$T/$name.img"
   nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" eval \
