@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,10 +225,24 @@ int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
 	f = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (f < 0)
 		return -errno;
-	if (flock(f, LOCK_EX | LOCK_NB) < 0) {
+	/* A holder that was just killed may keep the lock a moment after
+	 * it is gone: the kernel releases the files of an exiting process
+	 * asynchronously.  Wait (up to 2 s) only while the pid that wrote
+	 * the lock file no longer exists. */
+	for (int tries = 0;; tries++) {
+		if (flock(f, LOCK_EX | LOCK_NB) == 0)
+			break;
 		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		pid_t pid = 0;
 		if (err == -EBUSY)
-			read_holder(f, true, holder, holder_what, len);
+			read_holder(f, true, &pid, holder_what, len);
+		if (err == -EBUSY && pid > 0 && kill(pid, 0) < 0 &&
+		    errno == ESRCH && tries < 100) {
+			usleep(20000);
+			continue;
+		}
+		if (holder)
+			*holder = pid;
 		close(f);
 		return err;
 	}
