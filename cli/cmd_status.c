@@ -275,7 +275,38 @@ static void json_mirror(const struct mirror_view *v, bool first)
 }
 
 /* Shows one mirror.  Returns 0 COMPLETE, 2 DEGRADED, 3 stopped, 1 error. */
-static int status_one(const char *name, bool json, bool *first_json)
+/* Prints a running mirror's status text (from its server, whose name
+ * column is as wide as its own name) in the table's common width, without
+ * the server's header: one header for every mirror shown. */
+static void print_running(const char *reply, const char *name, int width)
+{
+	size_t sw = strlen(name) > 4 ? strlen(name) : 4;
+	bool first_row = true;
+	const char *line = strchr(reply, '\n'); /* skip its header */
+
+	while (line && *++line) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		if (strncmp(line, "Note:", 5) == 0 || len <= sw + 2)
+			printf("%.*s\n", (int)len, line);
+		else
+			printf("%-*s  %.*s\n", width, first_row ? name : "",
+			       (int)(len - sw - 2), line + sw + 2);
+		first_row = false;
+		line = end;
+	}
+}
+
+static void print_header(int width, bool *header_done)
+{
+	if (*header_done)
+		return;
+	printf("%-*s  %-8s  %s\n", width, "Name", "Status", "Components");
+	*header_done = true;
+}
+
+static int status_one(const char *name, bool json, bool *first_json,
+                      int width, bool *header_done)
 {
 	struct mirror_view *v;
 	char **paths, *reply = NULL;
@@ -304,12 +335,14 @@ static int status_one(const char *name, bool json, bool *first_json)
 			rc = ask(name, pid, "status", reply);
 		if (rc == 0) {
 			parse_status(reply, v);
-			if (!json)
-				fputs(reply, stdout);
+			if (!json) {
+				print_header(width, header_done);
+				print_running(reply, name, width);
+			}
 			rc = strcmp(v->state, "DEGRADED") == 0 ? 2 : 0;
 		}
 	} else {
-		int w = (int)strlen(name) > 4 ? (int)strlen(name) : 4;
+		int w = width;
 		details = calloc(BM_MAX_COMPONENTS, sizeof(*details));
 		if (!details) {
 			rc = cli_fail("out of memory");
@@ -317,7 +350,7 @@ static int status_one(const char *name, bool json, bool *first_json)
 		}
 		offline_view(paths, n, v, details);
 		if (!json) {
-			printf("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
+			print_header(width, header_done);
 			for (int i = 0; i < v->n; i++)
 				printf("%-*s  %-8s  %s (%s)\n", w, i ? "" : name,
 				       i ? "" : "STOPPED", v->comp[i].path, details[i]);
@@ -384,10 +417,15 @@ int cmd_status(int argc, char **argv)
 	} else if (state_list_mirrors(&names, &n) < 0) {
 		return cli_fail("cannot read %s: %s", state_dir(), strerror(errno));
 	}
+	int width = 4;
+	bool header_done = false;
+	for (size_t i = 0; i < n; i++)
+		if ((int)strlen(names[i]) > width)
+			width = (int)strlen(names[i]);
 	if (json)
 		printf("[");
 	for (size_t i = 0; i < n; i++) {
-		switch (status_one(names[i], json, &first)) {
+		switch (status_one(names[i], json, &first, width, &header_done)) {
 		case 0: any_running = true; break;
 		case 2: any_running = true; degraded = true; break;
 		case 3: stopped = true; break;
