@@ -454,10 +454,16 @@ static int list_offline(const char *name, char **paths, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char buf[4096];
 		printf("%zu. Name: %s\n", i + 1, paths[i]);
-		if (bm_label_dump(paths[i], buf, sizeof(buf)) < 0)
+		if (bm_label_dump(paths[i], buf, sizeof(buf)) < 0) {
 			printf("   State: ABSENT\n   Reason: %s\n", bm_last_error());
-		else
-			fputs(buf, stdout);
+			continue;
+		}
+		/* dump indents by two; list, running or not, by three */
+		for (char *line = buf, *end; *line; line = end) {
+			end = strchr(line, '\n');
+			end = end ? end + 1 : line + strlen(line);
+			printf(" %.*s", (int)(end - line), line);
+		}
 	}
 	return 0;
 }

@@ -13,4 +13,8 @@ col() { grep -F "$1" <<<"$out" | head -n 1 | awk -v p="$1" '{ print index($0, p)
 [ "$(col "$T/b")" = "$(col "$T/a")" ] || fail "second component not aligned: $out"
 grep -q "^m0  *COMPLETE  $T/a (ACTIVE)" <<<"$out" || fail "m0's row: $out"
 grep -q "^longername1  STOPPED " <<<"$out" || fail "longername1's row: $out"
+out=$(bm list longername1)
+grep -q "^   Name: longername1" <<<"$out" || fail "a stopped mirror's list is not indented like a running one's: $out"
+out=$(bm list m0)
+grep -q "^   Name: m0" <<<"$out" || fail "list m0: $out"
 stop m0
