@@ -159,3 +159,11 @@ int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
 		                    verb, opt, usage);
 	return CLI_OPT_EXIT;
 }
+
+int parse_io_timeout_arg(const char *s, uint64_t *out)
+{
+	if (parse_size(s, out) < 0 || *out > 3600)
+		return cli_usage("--io-timeout '%s' is not a number of seconds "
+		                 "from 0 (never) to 3600", s);
+	return 0;
+}

@@ -44,6 +44,9 @@ int control_call(const char *name, const char *cmd, char *out, size_t outlen);
 int parse_size(const char *s, uint64_t *out);
 int parse_balance_arg(const char *s, int *out);
 int parse_slice_arg(const char *s, uint32_t *out);
+/* --io-timeout: seconds from 0 (never) to 3600; prints the error and
+ * returns 2 (the exit status) when wrong. */
+int parse_io_timeout_arg(const char *s, uint64_t *out);
 /* --tcp's [HOST:]PORT, PORT a number from 1 to 65535. */
 int parse_tcp_arg(const char *s);
 

@@ -221,10 +221,8 @@ int cmd_serve(int argc, char **argv)
 			readahead_set = true;
 			break;
 		case 'O':
-			if (parse_size(optarg, &io_timeout) < 0 || io_timeout > 3600)
-				return cli_usage("--io-timeout '%s' is not a number of "
-				                 "seconds from 0 (never) to 3600",
-				                 optarg);
+			if (parse_io_timeout_arg(optarg, &io_timeout))
+				return EXIT_USAGE;
 			io_timeout_set = true;
 			break;
 		case 'E':
