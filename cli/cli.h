@@ -34,6 +34,17 @@ typedef int (*control_handler)(void *ctx, const char *cmd, char *out,
 int control_start(const char *name, control_handler h, void *ctx,
                   struct control_server **out);
 void control_stop(struct control_server *c);
+/*
+ * Control commands beyond serve's own (status, list, configure, stop...)
+ * live beside the verb that sends them: each file offers one function of
+ * this type, listed in cmd_serve.c's ctl_extensions[].  It returns 1 when
+ * cmd is its own (with the reply, "ok..." or "error MESSAGE", in out), 0
+ * when it is not.  It runs on the control thread, which serves one request
+ * at a time, while m is serving: it must return within a second or two;
+ * long work (a copy, a comparison) starts in the background and is polled.
+ */
+typedef int (*ctl_extension)(bm_mirror *m, const char *name, const char *cmd,
+                             char *out, size_t outlen);
 /* Sends cmd to the running server; 0 with its reply in out, -ENOENT when
  * it is not running, other -errno on failure. */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen);

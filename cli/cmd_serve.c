@@ -113,6 +113,34 @@ static void stop_request(struct serve_state *st, bool force, char *out,
 	kill(getpid(), SIGTERM);
 }
 
+/* Control commands of other verbs' files (cli.h, ctl_extension). */
+static int ctl_progress(bm_mirror *m, const char *name, const char *cmd,
+                        char *out, size_t len);
+static const ctl_extension ctl_extensions[] = {
+	ctl_progress,
+};
+
+/* "progress": a line per component being copied:
+ *   sync INDEX DONE_BYTES TOTAL_BYTES RATE_BYTES_PER_S ETA_S PATH
+ * (ETA_S -1 when not known yet). */
+static int ctl_progress(bm_mirror *m, const char *name, const char *cmd,
+                        char *out, size_t len)
+{
+	struct bm_sync_progress p;
+	size_t used;
+
+	if (strcmp(cmd, "progress") != 0)
+		return 0;
+	used = (size_t)snprintf(out, len, "ok\n");
+	for (int i = 0; i < BM_MAX_COMPONENTS && used < len; i++)
+		if (bm_mirror_sync_progress(m, i, &p) == 1)
+			used += (size_t)snprintf(out + used, len - used,
+			        "sync %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64
+			        " %s\n", i, p.done, p.total, p.rate, p.eta_s,
+			        p.path);
+	return 1;
+}
+
 static int control_handler_fn(void *ctx, const char *cmd, char *out,
                               size_t len)
 {
@@ -155,7 +183,12 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
 	} else if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "stop force") == 0) {
 		stop_request(st, cmd[4] != '\0', out, len);
 	} else {
-		snprintf(out, len, "error unknown control command\n");
+		size_t i, next = sizeof(ctl_extensions) / sizeof(ctl_extensions[0]);
+		for (i = 0; i < next; i++)
+			if (ctl_extensions[i](st->m, st->name, cmd, out, len))
+				break;
+		if (i == next)
+			snprintf(out, len, "error unknown control command\n");
 	}
 	pthread_mutex_unlock(&st->lock);
 	return 0;

@@ -28,6 +28,7 @@
 #include "unix_socket.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
+#define CTL_CMD_MAX (16 * 1024)   /* a request line: room for component paths */
 #define CTL_CALL_TIMEOUT_MS 10000
 
 struct control_server {
@@ -54,7 +55,7 @@ static int ctl_addr(const char *name, struct sockaddr_un *sa)
 
 static void serve_one(struct control_server *c, int fd)
 {
-	char cmd[512];
+	char cmd[CTL_CMD_MAX];
 	size_t got = 0;
 	char *out = malloc(CTL_REPLY_MAX);
 	struct timeval tv = {5, 0};

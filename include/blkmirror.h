@@ -175,6 +175,17 @@ void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds);
  * before it is failed out.  Default 20. */
 void bm_mirror_set_read_error_limit(bm_mirror *m, unsigned errors);
 
+/* Where the copy onto component index comp stands.  Returns 1 with *p
+ * filled while comp is SYNCHRONIZING, 0 when it is not (or no such
+ * component). */
+struct bm_sync_progress {
+	char path[4096];
+	uint64_t done, total;   /* bytes copied (or skipped as holes), of */
+	uint64_t rate;          /* bytes per second, recent; 0 while unknown */
+	int64_t eta_s;          /* seconds left at that rate; -1 unknown */
+};
+int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p);
+
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);
 

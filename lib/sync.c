@@ -250,6 +250,22 @@ static void *sync_main(void *arg)
 	return NULL;
 }
 
+int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p)
+{
+	if (comp < 0 || comp >= m->ncomp)
+		return 0;
+	struct bm_component *c = &m->comp[comp];
+	if (atomic_load(&c->state) != BM_CS_SYNCHRONIZING)
+		return 0;
+	memset(p, 0, sizeof(*p));
+	snprintf(p->path, sizeof(p->path), "%s", c->path);
+	p->done = atomic_load(&c->sync_offset);
+	p->total = m->size;
+	p->rate = 0;
+	p->eta_s = -1;
+	return 1;
+}
+
 int bm_sync_start(struct bm_mirror *m)
 {
 	pthread_condattr_t ca;
