@@ -13,6 +13,14 @@
  * lock to know that the components are flushed, clean and closed.  The
  * control socket answers until the end: during the stop it says what the
  * server is still doing ("phase"), which `stop --timeout` reports.
+ *
+ * Without --socket and --tcp the server listens on RUN_DIR/NAME.sock
+ * (statedir.h).  The Unix socket's path is recorded in NAME.socket once it
+ * accepts connections, for the verbs that connect to the export, and
+ * removed at a clean stop.  Under a service manager (Type=notify,
+ * sd_notify.c) READY=1 is sent once the mirror is assembled and both
+ * sockets accept connections; each stop phase is sent as STATUS=, after
+ * STOPPING=1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,10 +37,11 @@
 
 #include "cli.h"
 #include "nbd_server.h"
+#include "sd_notify.h"
 #include "statedir.h"
 
 static const char serve_usage[] =
-	"usage: blkmirror serve NAME --socket PATH [--tcp [HOST:]PORT] "
+	"usage: blkmirror serve NAME [--socket PATH] [--tcp [HOST:]PORT] "
 	"[--readahead SIZE] [--io-timeout SECONDS] [--read-errors COUNT] "
 	"[--max-connections N] [--max-inflight SIZE] [--max-inflight-total SIZE]";
 
@@ -60,6 +69,7 @@ static void set_phase(struct serve_state *st, bool running, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(st->phase, sizeof(st->phase), fmt, ap);
 	va_end(ap);
+	service_notify("STATUS=%s: %s", st->name, st->phase);
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -226,7 +236,7 @@ int cmd_serve(int argc, char **argv)
 	static struct serve_state st = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	const char *sock = NULL, *tcp = NULL, *name;
 	struct control_server *ctl = NULL;
-	char **paths, holder_what[64], who[700];
+	char **paths, holder_what[64], who[700], default_sock[4096];
 	size_t n;
 	sigset_t set;
 	uint64_t readahead = 0, io_timeout = 0, read_errors = 0;
@@ -288,17 +298,21 @@ int cmd_serve(int argc, char **argv)
 			       "'blkmirror stop NAME' or SIGTERM/SIGINT\n(SIGHUP is "
 			       "ignored).  PATH must not exist, or be a stale socket "
 			       "left by a server\nthat is gone; nothing else there is "
-			       "ever replaced.\n", serve_usage);
+			       "ever replaced.  Without --socket and --tcp: %s/NAME.sock\n"
+			       "(the run directory: $BLKMIRROR_RUN_DIR, else "
+			       "$BLKMIRROR_STATE_DIR, else " RUN_DIR_DEFAULT ").\n",
+			       serve_usage, run_dir());
 			return 0;
 		default:
 			return bad_option(opt, shortopts, argv);
 		}
 	}
-	if (argc - optind != 1 || (!sock && !tcp))
+	if (argc - optind != 1)
 		return cli_usage("%s", serve_usage);
 	name = argv[optind];
 	if (!bm_name_valid(name))
 		return cli_fail("invalid mirror name '%s'", name);
+	snprintf(st.name, sizeof(st.name), "%s", name);
 	err = state_read_components(name, &paths, &n);
 	if (err == -ENOENT)
 		return cli_fail("no mirror named '%s' in %s; create it with "
@@ -342,6 +356,17 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (!sock && !tcp) {
+		err = run_default_socket(default_sock, sizeof(default_sock), name);
+		if (err < 0) {
+			state_free(paths, n);
+			return cli_fail("cannot use the run directory %s for the "
+			                "default socket: %s (give --socket PATH, or "
+			                "set BLKMIRROR_RUN_DIR)", run_dir(),
+			                strerror(-err));
+		}
+		sock = default_sock;
+	}
 	err = bm_nbd_server_listen(sock, tcp, &st.srv);
 	if (err < 0) {
 		state_free(paths, n);
@@ -383,7 +408,6 @@ int cmd_serve(int argc, char **argv)
 		bm_mirror_close(st.m);
 		return 1;
 	}
-	snprintf(st.name, sizeof(st.name), "%s", name);
 	set_phase(&st, true, "serving");
 	err = control_start(name, control_handler_fn, &st, &ctl);
 	if (err < 0) {
@@ -393,9 +417,16 @@ int cmd_serve(int argc, char **argv)
 		bm_mirror_close(st.m);
 		return 1;
 	}
+	if (sock && (err = state_record_socket(name, sock)) < 0)
+		fprintf(stderr, "blkmirror: %s: cannot record the socket path in "
+		        "%s/%s.socket: %s (other verbs will not find it)\n", name,
+		        state_dir(), name, strerror(-err));
 	fprintf(stderr, "blkmirror: serving mirror '%s' (%" PRIu64 " bytes)%s%s%s%s\n",
 	        name, bm_mirror_size(st.m), sock ? " on " : "", sock ? sock : "",
 	        tcp ? " on tcp " : "", tcp ? tcp : "");
+	service_notify("READY=1\nSTATUS=serving %s (%" PRIu64 " bytes)%s%s%s%s",
+	               name, bm_mirror_size(st.m), sock ? " on " : "",
+	               sock ? sock : "", tcp ? " on tcp " : "", tcp ? tcp : "");
 	for (;;) {
 		err = sigwait(&set, &sig);
 		if (err == EINTR)
@@ -408,6 +439,7 @@ int cmd_serve(int argc, char **argv)
 		break;
 	}
 	fprintf(stderr, "blkmirror: %s: stopping\n", name);
+	service_notify("STOPPING=1");
 	/* The handler is not inside m or srv once the phase says stopping. */
 	pthread_mutex_lock(&st.lock);
 	nclients = bm_nbd_server_clients(st.srv, who, sizeof(who));
@@ -418,6 +450,8 @@ int cmd_serve(int argc, char **argv)
 	else
 		set_phase(&st, false, "draining in-flight requests");
 	bm_nbd_server_stop(st.srv);
+	if (sock)
+		state_remove_socket_record(name);
 	set_phase(&st, false, "flushing the components and marking their "
 	          "labels clean");
 	bm_mirror_close(st.m);

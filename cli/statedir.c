@@ -1,8 +1,9 @@
 /*
  * The state directory ($BLKMIRROR_STATE_DIR or /var/lib/blkmirror) records,
  * per mirror, the paths of its components (NAME.components, one a line),
- * holds the running server's control socket (NAME.ctl) and the mirror's
- * lock (NAME.lock, statedir.h).  The labels on the components stay the
+ * holds the running server's control socket (NAME.ctl), the path of its
+ * NBD socket (NAME.socket) and the mirror's lock (NAME.lock, statedir.h).
+ * The run directory (statedir.h) holds default NBD sockets.  The labels on the components stay the
  * truth about the mirror; this file only says where to look for them.
  *
  * A component that is cleared stays listed (it shows as ABSENT: "has no
@@ -305,8 +306,87 @@ int state_remove_mirror(const char *name, int lock_fd)
 	if (state_path(p, sizeof(p), name, ".ctl") == 0 && lstat(p, &st) == 0 &&
 	    S_ISSOCK(st.st_mode))
 		unlink(p);
+	state_remove_socket_record(name);
 	if (lock_path(p, sizeof(p), name) == 0)
 		unlink(p);
 	state_unlock(lock_fd);
 	return err;
+}
+
+const char *run_dir(void)
+{
+	const char *d = getenv("BLKMIRROR_RUN_DIR");
+
+	if (d && *d)
+		return d;
+	d = getenv("BLKMIRROR_STATE_DIR");
+	return (d && *d) ? d : RUN_DIR_DEFAULT;
+}
+
+int run_default_socket(char *buf, size_t len, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s.sock", run_dir(), name);
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(run_dir(), 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int state_record_socket(const char *name, const char *path)
+{
+	char p[4096], tmp[4200], cwd[4096];
+	FILE *f;
+
+	if (state_path(p, sizeof(p), name, ".socket") < 0)
+		return -ENAMETOOLONG;
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	if (path[0] == '/')
+		fprintf(f, "%s\n", path);
+	else
+		fprintf(f, "%s/%s\n", cwd, path);
+	if (fclose(f) != 0) {
+		int err = -errno;
+		unlink(tmp);
+		return err;
+	}
+	if (rename(tmp, p) < 0) {
+		int err = -errno;
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+void state_remove_socket_record(const char *name)
+{
+	char p[4096];
+
+	if (state_path(p, sizeof(p), name, ".socket") == 0)
+		unlink(p);
+}
+
+int state_read_socket(const char *name, char *buf, size_t len)
+{
+	char p[4096];
+	FILE *f;
+
+	if (state_path(p, sizeof(p), name, ".socket") < 0)
+		return -ENAMETOOLONG;
+	f = fopen(p, "r");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -ENOENT;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf[0] ? 0 : -ENOENT;
 }

@@ -35,4 +35,26 @@ int state_remove_mirror(const char *name, int lock_fd);
  * another mirror's label). */
 int state_component_labeled(const char *path, const char *name);
 
+/*
+ * Where a server listens when told nothing (serve without --socket and
+ * --tcp): RUN_DIR/NAME.sock.  The run directory is $BLKMIRROR_RUN_DIR;
+ * else, when $BLKMIRROR_STATE_DIR is set, the state directory itself (so a
+ * test or a private set-up never touches /run); else /run/blkmirror.
+ *
+ * NAME.socket in the state directory holds the absolute path of the Unix
+ * socket a running server listens on (one line), written once it accepts
+ * connections and removed when it stops cleanly, so that other verbs find
+ * the export without being told.  A server that died leaves it: trust it
+ * only while NAME.lock is held.
+ */
+#define RUN_DIR_DEFAULT "/run/blkmirror"
+const char *run_dir(void);
+/* RUN_DIR/NAME.sock in buf, RUN_DIR created (mode 0755) when missing. */
+int run_default_socket(char *buf, size_t len, const char *name);
+/* Writes NAME.socket (path made absolute); removes it. */
+int state_record_socket(const char *name, const char *path);
+void state_remove_socket_record(const char *name);
+/* The recorded socket path of NAME: 0, -ENOENT when none, other -errno. */
+int state_read_socket(const char *name, char *buf, size_t len);
+
 #endif

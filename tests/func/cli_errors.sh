@@ -26,7 +26,7 @@ expect_error "same disk"                   bm label m1 "$T/c" "$T/c.link"
 expect_error "same disk"                   bm label m1 "$T/c.hard" "$T/c"
 expect_error "already a component of mirror 'm0'" bm label m1 "$T/c" "$T/a"
 expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
-expect_usage "usage: blkmirror serve"      bm serve m0
+expect_usage "usage: blkmirror serve"      bm serve m0 m1   # one NAME; without --socket it serves on the default socket
 expect_usage "usage: blkmirror serve"      bm serve --socket "$T/s"
 expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
 expect_usage "HOST:PORT"                   bm serve m0 --tcp 12a45
