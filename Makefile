@@ -6,6 +6,9 @@
 #   make WERROR=1   warnings are errors (CI)
 #   make SAN=1      AddressSanitizer + UndefinedBehaviorSanitizer (CI)
 #   make fuzz       libFuzzer targets (clang)
+#   make install    copies build/blkmirror, the man page and the systemd unit
+#                   under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall
+#   make version    prints the version the build carries
 
 CC ?= cc
 BUILD ?= build
@@ -64,6 +67,25 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libblkmirror.a $(LIBS)
 
+# The version: the VERSION file, and in a git checkout "+g" and the commit
+# (0.1.0+g5fec33d1a2b3): the same tree always says the same, and a tarball
+# without git says VERSION.  $(BUILD)/version.h depends on VERSION and on
+# the files that say which commit is checked out, and is rewritten only
+# when its text changes, so a current build stays current (make -q).
+VERSION_SH = v=$$(cat VERSION); if [ -e .git ] && \
+	g=$$(git rev-parse --short=12 HEAD 2>/dev/null); then v="$$v+g$$g"; fi
+GIT_HEAD_FILES := $(if $(wildcard .git),$(shell git rev-parse --git-path HEAD \
+	--git-path packed-refs 2>/dev/null; r=$$(git symbolic-ref -q HEAD 2>/dev/null) \
+	&& git rev-parse --git-path "$$r" 2>/dev/null))
+$(BUILD)/version.h: VERSION $(wildcard $(GIT_HEAD_FILES))
+	@mkdir -p $(BUILD)
+	@$(VERSION_SH); echo "#define BM_VERSION \"$$v\"" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/cli/main.o: $(BUILD)/version.h
+$(BUILD)/cli/main.o: CFLAGS += -I$(BUILD)
+version:
+	@$(VERSION_SH); echo "$$v"
+
 $(BUILD)/%.o: %.c $(wildcard include/*.h lib/*.h server/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
@@ -81,10 +103,31 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
 check: all
 	tests/run
 
+# Installation copies what the build made (run make first; a current build
+# is not rebuilt).  The unit's ExecStart names the installed binary.
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL ?= install
+
+install: $(BIN)
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
+	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/blkmirror
+	$(INSTALL) -m 0644 man/blkmirror.8 $(DESTDIR)$(MANDIR)/man8/blkmirror.8
+	sed 's|^ExecStart=/usr/local/sbin/blkmirror |ExecStart=$(SBINDIR)/blkmirror |' dist/systemd/blkmirror@.service \
+		>$(DESTDIR)$(UNITDIR)/.blkmirror@.service.tmp
+	chmod 0644 $(DESTDIR)$(UNITDIR)/.blkmirror@.service.tmp
+	mv $(DESTDIR)$(UNITDIR)/.blkmirror@.service.tmp $(DESTDIR)$(UNITDIR)/blkmirror@.service
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/blkmirror $(DESTDIR)$(MANDIR)/man8/blkmirror.8 \
+		$(DESTDIR)$(UNITDIR)/blkmirror@.service
+
 bench: all
 	bench/run
 
 clean:
 	rm -rf build build-san build-fuzz bin
 
-.PHONY: all check bench clean fuzz
+.PHONY: all check bench clean fuzz install uninstall version

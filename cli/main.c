@@ -3,13 +3,20 @@
  * each verb lives in a cmd_*.c file and returns the exit status
  * (0 success, 1 error, 2 a wrong command line; status also says 2 for a
  * DEGRADED mirror and 3 when it is not running).  The grammar every verb
- * shares is in args.c (cli_getopt).
+ * shares is in args.c (cli_getopt).  `blkmirror --version` and
+ * `blkmirror version` print "blkmirror VERSION": VERSION comes from the
+ * VERSION file at build time, with the git commit appended in a git
+ * checkout (Makefile, build/version.h).
  */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "version.h"
+
+static int cmd_version(int argc, char **argv);
 
 static const struct verb {
 	const char *name;
@@ -26,7 +33,21 @@ static const struct verb {
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"version", cmd_version, "version"},
 };
+
+static int cmd_version(int argc, char **argv)
+{
+	int status = 0;
+
+	optind = 0;
+	while (cli_getopt(argc, argv, "version", "", NULL, &status) != -1)
+		return status;  /* --help, or an unknown option */
+	if (optind != argc)
+		return cli_usage_of("version");
+	printf("blkmirror %s\n", BM_VERSION);
+	return 0;
+}
 
 int cli_fail(const char *fmt, ...)
 {
@@ -93,6 +114,11 @@ int main(int argc, char **argv)
 			return cli_usage("usage: blkmirror help [VERB]");
 		usage(stdout);
 		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		if (argc > 2)
+			return cli_usage("usage: blkmirror --version");
+		return cmd_version(1, argv + 1);
 	}
 	if (argv[1][0] == '-')
 		return cli_usage("unknown option '%s' before the verb; "
