@@ -247,6 +247,13 @@ static void json_mirror(const struct mirror_view *v, bool first)
 		printf("%ld", v->pid);
 	else
 		printf("null");
+	/* The NBD socket a running server recorded (statedir.h). */
+	char sock[4096];
+	printf(", \"socket\": ");
+	if (v->pid && state_read_socket(v->name, sock, sizeof(sock)) == 0)
+		json_str(sock);
+	else
+		printf("null");
 	printf(", \"note\": ");
 	if (v->note[0])
 		json_str(v->note);
@@ -377,7 +384,7 @@ static void status_help(void)
 	       "mirror is asked over its control socket;\na stopped one is "
 	       "described from its labels.\n"
 	       "  --json  one object per mirror in a JSON array: name, state, "
-	       "running, pid, note,\n          components (path, state, "
+	       "running, pid, socket,\n          note, components (path, state, "
 	       "sync_percent, reason)\n"
 	       "Exit status: 1 on an error (unknown name, permission denied on "
 	       "a control socket);\nelse 2 if a running mirror is DEGRADED; "

@@ -30,7 +30,15 @@ start_bg m0
 [ "$(recorded m0)" = "$S/m0.sock" ] || fail "NAME.socket says '$(recorded m0)', want $S/m0.sock"
 [ "$(wc -l <"$S/m0.socket")" -eq 1 ] || fail "NAME.socket is not one line"
 nbdinfo --size "nbd+unix:///m0?socket=$(recorded m0)" >/dev/null || fail "nbdinfo on the recorded socket failed"
+if command -v jq >/dev/null; then
+  j=$(bm status --json m0) || fail "status --json m0 exited $?"
+  jq -e --arg s "$S/m0.sock" '.[0].socket == $s' <<<"$j" >/dev/null || fail "status --json does not show the socket: $j"
+fi
 stop m0
+if command -v jq >/dev/null; then
+  j=$(bm status --json m0) || [ $? -eq 3 ] || fail "status --json m0 of a stopped mirror failed"
+  jq -e '.[0].socket == null' <<<"$j" >/dev/null || fail "a stopped mirror shows a socket: $j"
+fi
 [ ! -e "$S/m0.sock" ] || fail "the default socket is left after a clean stop"
 [ ! -e "$S/m0.socket" ] || fail "NAME.socket is left after a clean stop"
 
