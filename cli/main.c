@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "statedir.h"
 #include "version.h"
 
 static int cmd_version(int argc, char **argv);
@@ -92,7 +93,12 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "       blkmirror %s\n", verbs[i].usage);
 	fprintf(f, "ALGORITHM: stream (default), round-robin, load, prefer, split\n"
-	        "State directory: $BLKMIRROR_STATE_DIR or " STATE_DIR_DEFAULT "\n");
+	        "State directory: $BLKMIRROR_STATE_DIR or " STATE_DIR_DEFAULT "\n"
+	        "Run directory (serve's default socket): $BLKMIRROR_RUN_DIR, else "
+	        "the state directory\nwhen $BLKMIRROR_STATE_DIR is set, else "
+	        RUN_DIR_DEFAULT "\n"
+	        "blkmirror --version prints the version; 'man blkmirror' is the "
+	        "manual\n");
 }
 
 int main(int argc, char **argv)
