@@ -19,6 +19,9 @@ CFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 LDFLAGS += -fsanitize=address,undefined
 BUILD := build-san
 endif
+# What `bench` records as the version of the build (git describe).
+BM_VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS_BASE += -DBM_VERSION='"$(BM_VERSION)"'
 CFLAGS := $(CFLAGS_BASE) $(EXTRA_CFLAGS)
 LIBS := -luring -lnbd -lblkid -pthread
 

@@ -26,6 +26,7 @@ static const struct verb {
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
 };
 
 int cli_fail(const char *fmt, ...)
