@@ -241,10 +241,6 @@ static void what_changed(const struct bench_run *prev,
 		if (strcmp(prev->comp[i].model, cur->comp[i].model) != 0)
 			ADD("; %c's model '%s' -> '%s'", bench_letter(i),
 			    prev->comp[i].model, cur->comp[i].model);
-	if (n == 0)
-		ADD("; blkmirror version, kernel and disk models are the same "
-		    "(%s, %s): look at the disks themselves", cur->version,
-		    cur->kernel);
 #undef ADD
 }
 
@@ -285,6 +281,11 @@ int bench_compare(const struct bench_run *prev, const struct bench_run *cur,
 		        changed);
 		fell++;
 	}
+	if (fell && !changed[0])
+		fprintf(out, "Nothing recorded changed since %s (blkmirror %s, "
+		        "kernel %s, the same disk models): look at the disks "
+		        "themselves (health, firmware, cabling, other load)\n",
+		        when, cur->version, cur->kernel);
 	return fell;
 }
 

@@ -634,7 +634,14 @@ int cmd_bench(int argc, char **argv)
 		if (n > BM_MAX_COMPONENTS)
 			return cli_usage("bench takes 1 to %d components",
 			                 BM_MAX_COMPONENTS);
-		return bench_history_show(argv + optind, n, svg);
+		for (size_t i = 0; i < n; i++) /* named as runs record them */
+			if (recorded_path(argv[optind + i], c[i].path,
+			                  sizeof(c[i].path)) < 0)
+				return cli_fail("%s: path too long", argv[optind + i]);
+		char *paths[BM_MAX_COMPONENTS];
+		for (size_t i = 0; i < n; i++)
+			paths[i] = c[i].path;
+		return bench_history_show(paths, n, svg);
 	}
 	if (svg)
 		return cli_usage("--svg goes with --history (bench --history --svg "

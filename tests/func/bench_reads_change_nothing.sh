@@ -47,3 +47,6 @@ rc=0; out=$(bm bench --size 8M --threshold 99 "$T/a" "$T/b" 2>&1) || rc=$?
 [ $rc -eq 0 ] || fail "second run exited $rc: $out"
 grep -q "no figure fell by more than 99% since the last run" <<<"$out" || fail "not compared: $out"
 [ "$(wc -l <"$hist")" -eq 3 ] || fail "history has $(wc -l <"$hist") lines, want 3"
+# --history with the components named as typed (relative): the 3 runs.
+out=$(cd "$T" && bm bench --history a b) || fail "--history exited $?"
+[ "$(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} ' <<<"$out")" -eq 3 ] || fail "--history a b: $out"
