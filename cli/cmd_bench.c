@@ -297,7 +297,8 @@ static void read_sys(const char *path, char *out, size_t len)
 }
 
 /* What the system says about the disk behind dev: "sda: MODEL, 932 GiB"
- * (a partition: its disk's model). */
+ * (a partition: its disk's; no model: the driver, or a loop device's
+ * backing file). */
 static void disk_model(dev_t dev, char *out, size_t len)
 {
 	char link[PATH_MAX], dir[PATH_MAX], p[PATH_MAX + 32], model[128],
@@ -326,12 +327,20 @@ static void disk_model(dev_t dev, char *out, size_t len)
 			         ? strrchr(drv, '/') + 1 : drv);
 		}
 	}
+	if (!model[0]) { /* a loop device: its backing file */
+		char back[100];
+		snprintf(p, sizeof(p), "%s/loop/backing_file", dir);
+		read_sys(p, back, sizeof(back));
+		if (back[0])
+			snprintf(model, sizeof(model), "loop over %.100s", back);
+	}
 	snprintf(p, sizeof(p), "%s/size", dir);
 	read_sys(p, size, sizeof(size));
-	unsigned long long sectors = strtoull(size, NULL, 10);
+	unsigned long long bytes = strtoull(size, NULL, 10) * 512;
 	const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-	snprintf(out, len, "%.60s%s%.120s, %llu GiB", name, model[0] ? ": " : "",
-	         model, sectors * 512 >> 30);
+	snprintf(out, len, "%.60s%s%.120s, %llu %s", name, model[0] ? ": " : "",
+	         model, bytes >= (1ull << 30) ? bytes >> 30 : bytes >> 20,
+	         bytes >= (1ull << 30) ? "GiB" : "MiB");
 }
 
 static void component_model(const char *path, char *out, size_t len)
@@ -751,7 +760,8 @@ int cmd_bench(int argc, char **argv)
 			fell = bench_compare(prev, &r, threshold, stdout);
 		err = bench_history_append(&r);
 		if (err < 0)
-			fprintf(stderr, "blkmirror: cannot record this run in %s: %s\n",
+			fprintf(stderr, "blkmirror: cannot record this run in %s: "
+			        "%s (BLKMIRROR_STATE_DIR chooses another directory)\n",
 			        file, strerror(-err));
 		if (!prev)
 			printf("first run on these components (with --size %llu "
