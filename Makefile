@@ -67,6 +67,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libblkmirror.a $(LIBS)
 
+# cmd_bench.c records BM_VERSION: rebuilt when it changes (and only then).
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BM_VERSION)' | cmp -s - $@ || echo '$(BM_VERSION)' >$@
+$(BUILD)/cli/cmd_bench.o: $(BUILD)/version.txt
+
 $(BUILD)/%.o: %.c $(wildcard include/*.h lib/*.h server/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
@@ -90,4 +96,4 @@ bench: all
 clean:
 	rm -rf build build-san build-fuzz bin
 
-.PHONY: all check bench clean fuzz
+.PHONY: all check bench clean fuzz FORCE
