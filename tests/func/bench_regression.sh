@@ -60,3 +60,8 @@ expect_usage "yes confirms --write" bm bench --yes "$u0"
 expect_usage "unknown option '--fast'" bm bench --fast "$u0"
 expect_error "$T/missing" bm bench "$T/missing"
 [ "$(wc -l <"$BLKMIRROR_STATE_DIR/bench-history.jsonl")" -eq 2 ] || fail "refused runs were recorded"
+# A damaged line in the history is left out, and said so.
+echo '{"time":"2026-' >>"$BLKMIRROR_STATE_DIR/bench-history.jsonl"
+out=$(bm bench --history 2>&1) || fail "--history with a damaged line exited $?"
+grep -q "1 line of .*bench-history.jsonl could not be read and was left out" <<<"$out" || fail "damaged line not said: $out"
+[ "$(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} ' <<<"$out")" -eq 2 ] || fail "runs lost to a damaged line"
