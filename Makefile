@@ -19,9 +19,6 @@ CFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 LDFLAGS += -fsanitize=address,undefined
 BUILD := build-san
 endif
-# What `bench` records as the version of the build (git describe).
-BM_VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-CFLAGS_BASE += -DBM_VERSION='"$(BM_VERSION)"'
 CFLAGS := $(CFLAGS_BASE) $(EXTRA_CFLAGS)
 LIBS := -luring -lnbd -lblkid -pthread
 
@@ -67,11 +64,15 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libblkmirror.a $(LIBS)
 
-# cmd_bench.c records BM_VERSION: rebuilt when it changes (and only then).
-$(BUILD)/version.txt: FORCE
-	@mkdir -p $(dir $@)
-	@echo '$(BM_VERSION)' | cmp -s - $@ || echo '$(BM_VERSION)' >$@
-$(BUILD)/cli/cmd_bench.o: $(BUILD)/version.txt
+# bench records BM_VERSION from $(BUILD)/version.h, which the version rule
+# makes in a tree with a VERSION file; before that it says "unknown".
+$(BUILD)/cli/cmd_bench.o: $(BUILD)/version.h
+$(BUILD)/cli/cmd_bench.o: CFLAGS += -I$(BUILD)
+ifeq ($(wildcard VERSION),)
+$(BUILD)/version.h:
+	@mkdir -p $(BUILD)
+	@echo '#define BM_VERSION "unknown"' >$@
+endif
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h lib/*.h server/*.h cli/*.h)
 	@mkdir -p $(dir $@)
@@ -96,4 +97,4 @@ bench: all
 clean:
 	rm -rf build build-san build-fuzz bin
 
-.PHONY: all check bench clean fuzz FORCE
+.PHONY: all check bench clean fuzz

@@ -50,6 +50,7 @@
 #include "cli.h"
 #include "probe.h"
 
+#include "version.h" /* BM_VERSION, made by the Makefile */
 #ifndef BM_VERSION
 #define BM_VERSION "unknown"
 #endif
