@@ -129,7 +129,6 @@ static struct bm_backend *guard_new(struct bm_backend *inner, bool writable)
 	return &g->base;
 }
 
-
 static void free_mirror(struct bm_mirror *m)
 {
 	for (int i = 0; i < m->ncomp; i++)
