@@ -85,6 +85,9 @@ $(BUILD)/cli/main.o: $(BUILD)/version.h
 $(BUILD)/cli/main.o: CFLAGS += -I$(BUILD)
 version:
 	@$(VERSION_SH); echo "$$v"
+# bench records BM_VERSION in its history too.
+$(BUILD)/cli/cmd_bench.o: $(BUILD)/version.h
+$(BUILD)/cli/cmd_bench.o: CFLAGS += -I$(BUILD)
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h lib/*.h server/*.h cli/*.h)
 	@mkdir -p $(dir $@)

@@ -87,5 +87,6 @@ int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

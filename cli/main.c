@@ -35,6 +35,7 @@ static const struct verb {
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
 	{"version", cmd_version, "version"},
+	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
 };
 
 static int cmd_version(int argc, char **argv)

@@ -86,6 +86,8 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 	BM_ASSERT_HELD(&m->meta_lock);
 	if (!c->be)
 		return -ENODEV;
+	if (m->no_metadata)
+		return 0;
 	c->label.seq++;
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING

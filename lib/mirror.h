@@ -216,6 +216,9 @@ struct bm_mirror {
 	char sync_error[256];           /* info_lock */
 
 	struct bm_lease_keeper *lease;  /* lease.c: set at open, freed at close */
+	bool no_metadata;               /* a benchmark's temporary mirror
+	                                   (benchmirror.c): labels live in
+	                                   memory only, never written */
 };
 
 /* meta.c */
