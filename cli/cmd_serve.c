@@ -393,6 +393,17 @@ int cmd_serve(int argc, char **argv)
 		bm_mirror_close(st.m);
 		return 1;
 	}
+	/* Where NBD clients find it (attach reads this); a stale record of
+	 * an earlier server is replaced or removed. */
+	if (sock) {
+		char abs[4096], line[4200];
+		snprintf(line, sizeof(line), "%s\n", realpath(sock, abs) ? abs : sock);
+		if (state_write_file(name, ".socket", line) < 0)
+			fprintf(stderr, "blkmirror: %s: cannot record the socket path "
+			        "in %s/%s.socket\n", name, state_dir(), name);
+	} else {
+		state_remove_file(name, ".socket");
+	}
 	fprintf(stderr, "blkmirror: serving mirror '%s' (%" PRIu64 " bytes)%s%s%s%s\n",
 	        name, bm_mirror_size(st.m), sock ? " on " : "", sock ? sock : "",
 	        tcp ? " on tcp " : "", tcp ? tcp : "");
@@ -418,6 +429,7 @@ int cmd_serve(int argc, char **argv)
 	else
 		set_phase(&st, false, "draining in-flight requests");
 	bm_nbd_server_stop(st.srv);
+	state_remove_file(name, ".socket");
 	set_phase(&st, false, "flushing the components and marking their "
 	          "labels clean");
 	bm_mirror_close(st.m);

@@ -26,6 +26,8 @@ static const struct verb {
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"attach", cmd_attach, "attach [--device PATH] NAME"},
+	{"detach", cmd_detach, "detach NAME|DEVICE"},
 };
 
 int cli_fail(const char *fmt, ...)

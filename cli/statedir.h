@@ -35,4 +35,14 @@ int state_remove_mirror(const char *name, int lock_fd);
  * another mirror's label). */
 int state_component_labeled(const char *path, const char *name);
 
+/* Small records beside NAME.components: NAME.socket (the Unix socket the
+ * server listens on, written by serve once it answers, removed when it
+ * stops), NAME.attach (the block device attach made).  Written whole
+ * (temporary file + rename); read up to len - 1 bytes.  -errno (-ENOENT:
+ * none). */
+int state_write_file(const char *name, const char *suffix, const char *text);
+int state_read_file(const char *name, const char *suffix, char *buf,
+                    size_t len);
+void state_remove_file(const char *name, const char *suffix);
+
 #endif
