@@ -102,22 +102,23 @@ static int record_read(const char *name, struct attachment *a)
 	return a->device[0] ? 1 : -EINVAL;
 }
 
-int attach_device(const char *name, char *dev, size_t len)
-{
-	struct attachment a;
-
-	if (record_read(name, &a) != 1)
-		return 0;
-	snprintf(dev, len, "%s", a.device);
-	return 1;
-}
-
-/* Whether the device still is what the record says. */
+/* Whether the device still is what the record says (after a reboot the
+ * record may name a device that is free or someone else's). */
 static bool record_live(const struct attachment *a)
 {
 	if (strcmp(a->kind, "loop") == 0)
 		return loop_backed_by(a->device, a->fx.file) == 1;
 	return knbd_connected(a->device) == 1;
+}
+
+int attach_device(const char *name, char *dev, size_t len)
+{
+	struct attachment a;
+
+	if (record_read(name, &a) != 1 || !record_live(&a))
+		return 0;
+	snprintf(dev, len, "%s", a.device);
+	return 1;
 }
 
 /* flock on the state directory: one attach or detach at a time. */
