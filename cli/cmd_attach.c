@@ -216,12 +216,21 @@ static int attach_one(const char *name, const char *want)
 		rc = cli_fail("%s is already attached as %s", name, a.device);
 		goto out;
 	}
-	if (r != 0) {
-		rc = cli_fail("%s has a stale attachment record (%s/%s.attach, "
-		              "device %s); run 'blkmirror detach %s' first", name,
-		              state_dir(), name, r == 1 ? a.device : "unknown",
+	if (r < 0) {
+		rc = cli_fail("cannot read %s/%s.attach: %s; 'blkmirror detach "
+		              "%s' clears it", state_dir(), name, strerror(-r),
 		              name);
 		goto out;
+	}
+	/* A record whose device is no longer ours (after a reboot): what is
+	 * left of its FUSE mount goes, then the record. */
+	if (r == 1) {
+		if (strcmp(a.kind, "loop") == 0 && a.fx.mount[0] &&
+		    fuse_export_stop(&a.fx, err, sizeof(err)) < 0) {
+			rc = cli_fail("%s: a stale attachment is left: %s", name, err);
+			goto out;
+		}
+		state_remove_file(name, ".attach");
 	}
 	if (server_socket(name, sock, sizeof(sock)))
 		goto out;

@@ -28,7 +28,31 @@ expect_error "m0 is not attached" bm detach m0
 expect_error "no mirror named 'nosuch'" bm detach nosuch
 
 serve m0
-dev=$(bm attach m0)
+# --device: not a loop device, a loop device in use (nothing is left of
+# the attempt), /dev/nbdN without the kernel's nbd.
+expect_error "/dev/null is not a loop device" bm attach --device /dev/null m0
+truncate -s 1M "$T/busy"
+busy=$(losetup -f --show "$T/busy")
+expect_error "$busy is already in use" bm attach --device "$busy" m0
+[ "$(losetup -n -O BACK-FILE "$busy")" = "$T/busy" ] || fail "attach touched $busy"
+losetup -d "$busy"
+[ ! -e "$T/state/m0.fuse" ] && [ ! -e "$T/state/m0.attach" ] ||
+  fail "a failed attach left $(ls "$T/state")"
+! grep -q " $T/" /proc/mounts || fail "a failed attach left a mount"
+if [ ! -e /sys/module/nbd ]; then
+  expect_error "/dev/nbd0: this machine has no kernel NBD driver" \
+    bm attach --device /dev/nbd0 m0
+fi
+
+# Two attaches at once: one device, the other refused.
+bm attach m0 >"$T/a1" 2>&1 & p1=$!
+bm attach m0 >"$T/a2" 2>&1 & p2=$!
+r1=0; wait $p1 || r1=$?
+r2=0; wait $p2 || r2=$?
+[ $((r1 + r2)) -eq 1 ] || fail "two attaches exited $r1 and $r2: $(cat "$T/a1" "$T/a2")"
+dev=$(cat "$T/a1" "$T/a2" | grep '^/dev/')
+grep -q "m0 is already attached as $dev" "$T/a1" "$T/a2" ||
+  fail "the second attach said: $(cat "$T/a1" "$T/a2")"
 expect_error "m0 is already attached as $dev\$" bm attach m0
 [ "$(bm attach m0 2>/dev/null)" = "" ] || fail "a refused attach printed on stdout"
 
