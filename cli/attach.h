@@ -55,6 +55,8 @@ unsigned long long proc_start_time(pid_t pid);
  * device in dev, or -1 with one line in err. */
 int loop_attach(const char *file, const char *want, char *dev, size_t devlen,
                 bool *dio, char *err, size_t len);
+/* 0 when dev is a free loop device, else -1 with one line in err. */
+int loop_check_device(const char *dev, char *err, size_t len);
 /* 1 when dev is a loop device over backing (its path as the kernel keeps
  * it), 0 when it is free or over something else, -errno. */
 int loop_backed_by(const char *dev, const char *backing);

@@ -120,6 +120,22 @@ static bool dio_in_use(const char *dev)
 	return c == '1';
 }
 
+int loop_check_device(const char *dev, char *err, size_t len)
+{
+	dev_t rdev;
+	int r = loop_rdev(dev, &rdev);
+	char cur[PATH_MAX];
+
+	if (r == 0 && backing_of(rdev, cur, sizeof(cur)) == 1) {
+		snprintf(err, len, "%s is already in use (over %s)", dev, cur);
+		return -1;
+	}
+	if (r < 0)
+		snprintf(err, len, "%s is not a loop device%s%s", dev,
+		         r == -ENOTBLK ? "" : ": ", r == -ENOTBLK ? "" : strerror(-r));
+	return r < 0 ? -1 : 0;
+}
+
 int loop_attach(const char *file, const char *want, char *dev, size_t devlen,
                 bool *dio, char *err, size_t len)
 {

@@ -244,7 +244,8 @@ static int attach_one(const char *name, const char *want)
 		}
 	} else {
 		snprintf(a.kind, sizeof(a.kind), "loop");
-		if (fuse_export_available(err, sizeof(err)) < 0 ||
+		if ((want && loop_check_device(want, err, sizeof(err)) < 0) ||
+		    fuse_export_available(err, sizeof(err)) < 0 ||
 		    fuse_export_start(name, sock, &a.fx, err, sizeof(err)) < 0) {
 			rc = cli_fail("cannot attach %s: %s", name, err);
 			goto out;

@@ -33,7 +33,7 @@ serve m0
 expect_error "/dev/null is not a loop device" bm attach --device /dev/null m0
 truncate -s 1M "$T/busy"
 busy=$(losetup -f --show "$T/busy")
-expect_error "$busy is already in use" bm attach --device "$busy" m0
+expect_error "$busy is already in use \(over $T/busy\)" bm attach --device "$busy" m0
 [ "$(losetup -n -O BACK-FILE "$busy")" = "$T/busy" ] || fail "attach touched $busy"
 losetup -d "$busy"
 [ ! -e "$T/state/m0.fuse" ] && [ ! -e "$T/state/m0.attach" ] ||
