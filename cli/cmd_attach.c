@@ -127,12 +127,15 @@ static int lock_attachments(void)
 	double waited = 0;
 	int fd;
 
-	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST)
-		return cli_fail("cannot create %s: %s", state_dir(), strerror(errno));
+	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST) {
+		cli_fail("cannot create %s: %s", state_dir(), strerror(errno));
+		return -1;
+	}
 	fd = open(state_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return cli_fail("cannot open %s: %s", state_dir(), strerror(errno)),
-		       -1;
+	if (fd < 0) {
+		cli_fail("cannot open %s: %s", state_dir(), strerror(errno));
+		return -1;
+	}
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_S) {
 			cli_fail("another attach or detach holds %s for more than "
