@@ -88,5 +88,11 @@ int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+/* cmd_attach.c: 1 with the block device attach made of the mirror (its
+ * NAME.attach record, the device still over the mirror), 0 when it is not
+ * attached. */
+int attach_device(const char *name, char *dev, size_t len);
 
 #endif

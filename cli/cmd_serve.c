@@ -421,6 +421,8 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "blkmirror: %s: cannot record the socket path in "
 		        "%s/%s.socket: %s (other verbs will not find it)\n", name,
 		        state_dir(), name, strerror(-err));
+	if (!sock)
+		state_remove_socket_record(name); /* a dead server's, stale */
 	fprintf(stderr, "blkmirror: serving mirror '%s' (%" PRIu64 " bytes)%s%s%s%s\n",
 	        name, bm_mirror_size(st.m), sock ? " on " : "", sock ? sock : "",
 	        tcp ? " on tcp " : "", tcp ? tcp : "");

@@ -364,6 +364,11 @@ static int status_one(const char *name, bool json, bool *first_json,
 		}
 		rc = 3;
 	}
+	if (!json && rc != 1) {
+		char dev[4096];
+		if (attach_device(name, dev, sizeof(dev)))
+			printf("%-*s  Device: %s\n", width, "", dev);
+	}
 	if (json && rc != 1) {
 		json_mirror(v, *first_json);
 		*first_json = false;
@@ -666,6 +671,11 @@ static int stop_one(const char *name, bool force, unsigned timeout)
 		return 1;
 	if (r == 0)
 		return cli_fail("mirror '%s' is not running", name);
+	/* Even with -f: the device would fail under its user; detach is the
+	 * way (it refuses while the device is mounted). */
+	if (attach_device(name, reply, sizeof(reply)))
+		return cli_fail("%s is attached as %s; detach it first: "
+		                "'blkmirror detach %s'", name, reply, name);
 	if (ask(name, pid, force ? "stop force" : "stop", reply))
 		return 1;
 	deadline = now_s() + timeout;

@@ -36,6 +36,8 @@ static const struct verb {
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
 	{"version", cmd_version, "version"},
 	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
+	{"attach", cmd_attach, "attach [--device PATH] NAME"},
+	{"detach", cmd_detach, "detach NAME|DEVICE"},
 };
 
 static int cmd_version(int argc, char **argv)

@@ -2,8 +2,9 @@
  * The state directory ($BLKMIRROR_STATE_DIR or /var/lib/blkmirror) records,
  * per mirror, the paths of its components (NAME.components, one a line),
  * holds the running server's control socket (NAME.ctl), the path of its
- * NBD socket (NAME.socket) and the mirror's lock (NAME.lock, statedir.h).
- * The run directory (statedir.h) holds default NBD sockets.  The labels on the components stay the
+ * NBD socket (NAME.socket), the block device attach made (NAME.attach) and
+ * the mirror's lock (NAME.lock, statedir.h).  The run directory (statedir.h)
+ * holds default NBD sockets.  The labels on the components stay the
  * truth about the mirror; this file only says where to look for them.
  *
  * A component that is cleared stays listed (it shows as ABSENT: "has no
@@ -389,4 +390,58 @@ int state_read_socket(const char *name, char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return buf[0] ? 0 : -ENOENT;
+}
+int state_write_file(const char *name, const char *suffix, const char *text)
+{
+	char p[4096], tmp[4200];
+	size_t len = strlen(text);
+	int fd, err = 0;
+
+	if (mkdir(state_dir(), 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (state_path(p, sizeof(p), name, suffix) < 0)
+		return -ENAMETOOLONG;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, text, len);
+	if (w != (ssize_t)len)
+		err = w < 0 ? -errno : -EIO;
+	else if (fsync(fd) < 0)
+		err = -errno;
+	close(fd);
+	if (!err && rename(tmp, p) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int state_read_file(const char *name, const char *suffix, char *buf,
+                    size_t len)
+{
+	char p[4096];
+	ssize_t n;
+	int fd;
+
+	if (state_path(p, sizeof(p), name, suffix) < 0)
+		return -ENAMETOOLONG;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+void state_remove_file(const char *name, const char *suffix)
+{
+	char p[4096];
+
+	if (state_path(p, sizeof(p), name, suffix) == 0)
+		unlink(p);
 }

@@ -56,5 +56,14 @@ int state_record_socket(const char *name, const char *path);
 void state_remove_socket_record(const char *name);
 /* The recorded socket path of NAME: 0, -ENOENT when none, other -errno. */
 int state_read_socket(const char *name, char *buf, size_t len);
+/* Small records beside NAME.components: NAME.socket (the Unix socket the
+ * server listens on, written by serve once it answers, removed when it
+ * stops), NAME.attach (the block device attach made).  Written whole
+ * (temporary file + rename); read up to len - 1 bytes.  -errno (-ENOENT:
+ * none). */
+int state_write_file(const char *name, const char *suffix, const char *text);
+int state_read_file(const char *name, const char *suffix, char *buf,
+                    size_t len);
+void state_remove_file(const char *name, const char *suffix);
 
 #endif

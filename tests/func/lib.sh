@@ -24,11 +24,22 @@ cleanup() {
     [ "$p" != $$ ] && kill -9 "$p" 2>/dev/null || true
   done
   true
+  # File systems mounted under $T (deepest first) before their loop
+  # devices go; FUSE mounts (attach's nbdfuse, killed above) after them.
+  umount_under_t() {
+    local m
+    for m in $(awk -v t="$T/" -v fuse="$1" 'index($2, t) == 1 &&
+               (($3 ~ /^fuse/) == (fuse == "fuse")) {print $2}' /proc/mounts | sort -r); do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+  }
+  umount_under_t other
   # loop devices over files of this test (losetup -j wants a file, not a
   # directory, so list them all and match the backing path)
   losetup -l -n -O NAME,BACK-FILE 2>/dev/null | while read -r d f; do
     case $f in "$T"/*) losetup -d "$d" 2>/dev/null || true ;; esac
   done
+  umount_under_t fuse
   rm -rf "$T"
   exit $rc
 }
