@@ -87,5 +87,9 @@ int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int ctl_check(bm_mirror *m, const char *name, const char *cmd, char *out,
+              size_t outlen); /* cmd_check.c: "check ..." control commands */
 
 #endif

@@ -26,6 +26,8 @@ static const struct verb {
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"check", cmd_check, "check NAME"},
+	{"repair", cmd_repair, "repair NAME"},
 };
 
 int cli_fail(const char *fmt, ...)

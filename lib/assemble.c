@@ -682,6 +682,7 @@ void bm_mirror_close(bm_mirror *m)
 {
 	bool drained;
 
+	bm_check_stop(m); /* a check's chunk ends within io-timeout */
 	/* Ask first, join after the drain: a copy or a repair may wait on
 	 * the range of a client write held by a component that hangs. */
 	bm_sync_request_stop(m);
