@@ -243,6 +243,10 @@ static int print_result(const char *name, const char *verb, bool repair,
 		       "copies the highest-priority ACTIVE component over the "
 		       "others\n", name, nr, nr == 1 ? "" : "s",
 		       r->differ_bytes, mib(r->total), name);
+	else if (r->nnotes)
+		printf("%s: no differences where the components could be read "
+		       "(%.1f MiB in %.1f s)\n", name, mib(r->total),
+		       (double)r->elapsed_ms / 1000.0);
 	else
 		printf("%s: %d ACTIVE components identical (%.1f MiB in %.1f s, "
 		       "%.0f MiB/s)\n", name, compared, mib(r->total),
