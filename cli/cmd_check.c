@@ -231,12 +231,15 @@ static int print_result(const char *name, const char *verb, bool repair,
 		                " bytes: %s", verb, name, r->done, r->total,
 		                r->fatal);
 	uint64_t nr = (uint64_t)r->nranges + r->more;
-	if (repair)
-		printf("%s: %s %" PRIu64 " range%s (%" PRIu64 " bytes) of %.1f "
-		       "MiB, %d components, in %.1f s (%.0f MiB/s)\n", name,
-		       nr ? "repaired" : "nothing to repair:", nr,
+	if (repair && nr)
+		printf("%s: repaired %" PRIu64 " range%s (%" PRIu64 " bytes) in "
+		       "%.1f MiB of %d components, in %.1f s; flushed\n", name, nr,
 		       nr == 1 ? "" : "s", r->differ_bytes, mib(r->total),
-		       compared, (double)r->elapsed_ms / 1000.0, rate_mib(r));
+		       compared, (double)r->elapsed_ms / 1000.0);
+	else if (repair)
+		printf("%s: nothing to repair (%.1f MiB of %d components, in "
+		       "%.1f s, %.0f MiB/s)\n", name, mib(r->total), compared,
+		       (double)r->elapsed_ms / 1000.0, rate_mib(r));
 	else if (nr)
 		printf("%s: %" PRIu64 " range%s (%" PRIu64 " bytes) differ, at "
 		       "4 KiB granularity, in %.1f MiB; 'blkmirror repair %s' "
