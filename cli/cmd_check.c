@@ -224,6 +224,7 @@ static int print_result(const char *name, const char *verb, bool repair,
 	if (r->more)
 		printf("%s: and %" PRIu64 " more range%s (%" PRIu64 " bytes)\n",
 		       name, r->more, r->more == 1 ? "" : "s", r->more_bytes);
+	fflush(stdout); /* in order with what follows on stderr */
 	for (int k = 0; k < r->nnotes; k++)
 		fprintf(stderr, "blkmirror: %s: %s\n", name, r->notes[k]);
 	if (r->fatal)
@@ -241,11 +242,11 @@ static int print_result(const char *name, const char *verb, bool repair,
 		       "%.1f s, %.0f MiB/s)\n", name, mib(r->total), compared,
 		       (double)r->elapsed_ms / 1000.0, rate_mib(r));
 	else if (nr)
-		printf("%s: %" PRIu64 " range%s (%" PRIu64 " bytes) differ, at "
-		       "4 KiB granularity, in %.1f MiB; 'blkmirror repair %s' "
+		printf("%s: %" PRIu64 " range%s (%" PRIu64 " bytes) differ%s, "
+		       "at 4 KiB granularity, in %.1f MiB; 'blkmirror repair %s' "
 		       "copies the highest-priority ACTIVE component over the "
 		       "others\n", name, nr, nr == 1 ? "" : "s",
-		       r->differ_bytes, mib(r->total), name);
+		       r->differ_bytes, nr == 1 ? "s" : "", mib(r->total), name);
 	else if (r->nnotes)
 		printf("%s: no differences where the components could be read "
 		       "(%.1f MiB in %.1f s)\n", name, mib(r->total),
@@ -254,6 +255,7 @@ static int print_result(const char *name, const char *verb, bool repair,
 		printf("%s: %d ACTIVE components identical (%.1f MiB in %.1f s, "
 		       "%.0f MiB/s)\n", name, compared, mib(r->total),
 		       (double)r->elapsed_ms / 1000.0, rate_mib(r));
+	fflush(stdout);
 	if (r->nnotes)
 		rc = cli_fail("%s of '%s' is incomplete: a component failed "
 		              "during it (see above)", verb, name);
