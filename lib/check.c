@@ -410,6 +410,10 @@ static void *job_main(void *arg)
 	char *bufs[BM_MAX_COMPONENTS] = {0};
 	int err = 0;
 
+	load_priorities(j);
+	pthread_mutex_lock(&j->lock);
+	j->source = pick_reference(j, active_mask(m));
+	pthread_mutex_unlock(&j->lock);
 	for (int i = 0; i < BM_MAX_COMPONENTS && err == 0; i++)
 		if (posix_memalign((void **)&bufs[i], 4096, CHUNK_BYTES))
 			err = -ENOMEM;
@@ -517,13 +521,15 @@ int bm_mirror_check_start(bm_mirror *m, bool repair, unsigned *id)
 	atomic_store(&j->cancel, false);
 	pthread_mutex_unlock(&j->lock);
 
-	/* The components as they are now, and the reference it starts with. */
-	load_priorities(j);
+	/* The components as they are now (the reference it starts with is
+	 * picked by the thread: priorities are labels, under meta_lock, which
+	 * label I/O may hold for io-timeout; the control thread must not wait
+	 * for it). */
 	pthread_mutex_lock(&j->lock);
-	j->ncomp = j->nprio;
+	j->ncomp = m->ncomp;
 	for (int i = 0; i < j->ncomp; i++)
 		j->start_state[i] = atomic_load(&m->comp[i].state);
-	j->source = pick_reference(j, active_mask(m));
+	j->source = -1;
 	if (pthread_create(&j->thread, NULL, job_main, j) != 0) {
 		j->state = JOB_FAILED;
 		snprintf(j->fatal, sizeof(j->fatal), "cannot start a thread");

@@ -1,7 +1,8 @@
 # One check or repair at a time per mirror: while a check runs (a slow
 # component keeps it busy), status says so, and a second check or a repair
 # is refused with one line; Ctrl-C on the first cancels the job in the
-# server (exit 1, "cancelled"); then a new check runs to its end.
+# server (exit 1, "cancelled"); then a new check runs to its end.  Stopping
+# the mirror during a check ends the check (exit 1) and the server cleanly.
 . "$(dirname "$0")/lib.sh"
 mkimg 65 a
 disk s 65M --filter=delay rdelay=40ms
@@ -28,4 +29,19 @@ grep -q "Note: check" <<<"$out" && fail "status still shows a check: $out"
 grep -q "check cancelled" "$T/m0.log" || fail "the server did not cancel the job"
 out=$(bm check m0) || fail "a check after the cancelled one exited $?: $out"
 grep -q "2 ACTIVE components identical" <<<"$out" || fail "check said: $out"
+"$BLKMIRROR" check m0 >"$T/third.out" 2>&1 &
+third=$!
+PIDS+=("$third")
+for _ in $(seq 1 200); do
+  out=$(bm status m0) || true
+  grep -q "^Note: check running" <<<"$out" && break
+  sleep 0.05
+done
+grep -q "^Note: check running" <<<"$out" || fail "the third check did not start: $out"
 stop m0
+rc=0; wait "$third" || rc=$?
+[ $rc -eq 1 ] || fail "check during stop exited $rc, want 1: $(cat "$T/third.out")"
+grep -qE "stopped during the check|is stopping" "$T/third.out" ||
+  fail "check during stop said: $(cat "$T/third.out")"
+cat "$T/third.out"
+grep -q "check cancelled" <(tail -n 5 "$T/m0.log") || fail "close did not cancel the check"
