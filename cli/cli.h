@@ -94,5 +94,9 @@ int cmd_detach(int argc, char **argv);
  * NAME.attach record, the device still over the mirror), 0 when it is not
  * attached. */
 int attach_device(const char *name, char *dev, size_t len);
+int cmd_check(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int ctl_check(bm_mirror *m, const char *name, const char *cmd, char *out,
+              size_t outlen); /* cmd_check.c: "check ..." control commands */
 
 #endif

@@ -38,6 +38,8 @@ static const struct verb {
 	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
 	{"attach", cmd_attach, "attach [--device PATH] NAME"},
 	{"detach", cmd_detach, "detach NAME|DEVICE"},
+	{"check", cmd_check, "check NAME"},
+	{"repair", cmd_repair, "repair NAME"},
 };
 
 static int cmd_version(int argc, char **argv)

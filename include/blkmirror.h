@@ -186,6 +186,22 @@ struct bm_sync_progress {
 };
 int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p);
 
+/*
+ * Check and repair (md's check/repair): compares every ACTIVE component in
+ * the background while the mirror serves; repair also writes the highest-
+ * priority ACTIVE component's data over the copies that differ.  One at a
+ * time: -EBUSY while one runs; -EINVAL with fewer than two ACTIVE
+ * components.  *id names the job for the report and cancel.  The report is
+ * text, a "key value" line each: kind, state (running, done, cancelled,
+ * failed), done, total (bytes), elapsed_ms, source (the reference's
+ * index), "comp INDEX STATE PATH" per component as it started; once ended,
+ * "range OFFSET LENGTH REF MASK" (hex mask of the components that differ
+ * from REF), "more COUNT BYTES", differ_bytes, "note TEXT", "fatal TEXT".
+ */
+int bm_mirror_check_start(bm_mirror *m, bool repair, unsigned *id);
+int bm_mirror_check_cancel(bm_mirror *m, unsigned id);
+int bm_mirror_check_report(bm_mirror *m, unsigned id, char *buf, size_t len);
+
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);
 

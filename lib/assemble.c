@@ -682,6 +682,9 @@ void bm_mirror_close(bm_mirror *m)
 {
 	bool drained;
 
+	/* A check/repair first: its chunk ends within io-timeout (the
+	 * watchdog still runs), and no client request waits for it. */
+	bm_check_stop(m);
 	/* Ask first, join after the drain: a copy or a repair may wait on
 	 * the range of a client write held by a component that hangs. */
 	bm_sync_request_stop(m);

@@ -219,6 +219,10 @@ struct bm_mirror {
 	bool no_metadata;               /* a benchmark's temporary mirror
 	                                   (benchmirror.c): labels live in
 	                                   memory only, never written */
+
+	/* check/repair (check.c): the job and its report, created by the
+	 * first start, cancelled, joined and freed by bm_check_stop */
+	struct bm_check *_Atomic check;
 };
 
 /* meta.c */
@@ -283,6 +287,11 @@ void bm_sync_kick(struct bm_mirror *m);
 void bm_sync_request_stop(struct bm_mirror *m);
 void bm_sync_stop(struct bm_mirror *m);
 void bm_sync_free(struct bm_mirror *m);
+
+/* check.c: stops a check/repair (close, before anything it uses stops);
+ * the "Note:" line status shows while one runs (bytes, like snprintf). */
+void bm_check_stop(struct bm_mirror *m);
+int bm_check_status_note(struct bm_mirror *m, char *buf, size_t len);
 
 /* io.c: the entry point. */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);

@@ -60,6 +60,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	}
 	if (m->sync_error[0])
 		APPEND("Note: %s\n", m->sync_error);
+	used += (size_t)bm_check_status_note(m, buf + used, used < len ? len - used : 0);
 	if (atomic_load(&m->meta_broken))
 		APPEND("Note: no ACTIVE component can record the mirror's state; "
 		       "writes are refused\n");
