@@ -25,6 +25,9 @@ static const struct verb {
 	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
+	{"insert", cmd_insert, "insert [-fi] [-p PRIORITY] [--wait] NAME COMPONENT..."},
+	{"remove", cmd_remove, "remove NAME COMPONENT..."},
+	{"destroy", cmd_destroy, "destroy [-f] NAME"},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
 };
 

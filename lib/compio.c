@@ -349,7 +349,9 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 		return bm_error(EIO, "the mirror cannot record its state in any "
 		                "label; writes are refused");
 	}
-	r = req_alloc(m, io, m->ncomp);
+	/* Room for every slot: a component inserted (live.c) between now
+	 * and the look at the states below must be a target. */
+	r = req_alloc(m, io, BM_MAX_COMPONENTS);
 	if (!r) {
 		if (is_write)
 			atomic_fetch_sub(&m->writes_inflight, 1);
@@ -364,7 +366,11 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 		if (before_ack)
 			before_ack(m, io->offset, io->length);
 	}
-	for (int i = 0; i < m->ncomp; i++) {
+	/* ncomp and the states are read after the hold: live.c relies on
+	 * it (a component published before this hold is a target; one
+	 * published after it is copied after this write). */
+	int nc = atomic_load(&m->ncomp);
+	for (int i = 0; i < nc; i++) {
 		int s = atomic_load(&m->comp[i].state);
 		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
 			targets[n++] = i;
