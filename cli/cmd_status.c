@@ -859,6 +859,25 @@ static int destroy_one(const char *name, bool force)
 	if (known_mirror(name, &paths, &n))
 		return 1;
 	r = running(name, &pid);
+	if (r == 1 && !force) {
+		/* stop's own refusal, with destroy's way round it */
+		char *reply = malloc(REPLY_MAX), *hint;
+		if (reply && control_call(name, "stop", reply, REPLY_MAX) == 0 &&
+		    strncmp(reply, "error ", 6) == 0) {
+			reply[strcspn(reply, "\n")] = '\0';
+			hint = strstr(reply, "'blkmirror stop -f");
+			if (hint)
+				*hint = '\0';
+			if (hint)
+				cli_fail("%s'blkmirror destroy -f %s'", reply + 6, name);
+			else
+				cli_fail("%s", reply + 6);
+			free(reply);
+			state_free(paths, n);
+			return 1;
+		}
+		free(reply);
+	}
 	if (r < 0 || (r == 1 && stop_one(name, force, 60))) {
 		state_free(paths, n);
 		return 1;

@@ -301,9 +301,17 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	if (strlen(path) >= sizeof(m->comp[0].path))
 		return bm_error(ENAMETOOLONG, "component path too long");
 	pthread_mutex_lock(&m->live_lock);
-	if (find_path(m, path) >= 0) {
-		err = bm_error(EEXIST, "%s is already a component of %s", path,
-		               m->name);
+	idx = find_path(m, path);
+	if (idx >= 0) {
+		int st = atomic_load(&m->comp[idx].state);
+		if (st == BM_CS_ACTIVE || st == BM_CS_SYNCHRONIZING)
+			err = bm_error(EEXIST, "%s is already a component of %s",
+			               path, m->name);
+		else
+			err = bm_error(EEXIST, "%s is already a component of %s "
+			               "(%s); remove it first ('blkmirror remove %s "
+			               "%s') to insert it anew", path, m->name,
+			               bm_comp_state_name(st), m->name, path);
 		goto out;
 	}
 	idx = free_slot(m);
@@ -419,7 +427,9 @@ static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
 
 	if (err < 0)
 		return err;
-	if (l.mirror_id != m->mirror_id || l.component_id != component_id)
+	/* component_id 0: absent since the start, its label never read */
+	if (l.mirror_id != m->mirror_id ||
+	    (component_id && l.component_id != component_id))
 		return bm_error(ESTALE, "it now carries another label (mirror "
 		                "'%s')", l.name);
 	if (posix_memalign((void **)&zero, 4096, BM_LEASE_SIZE + BM_LABEL_SIZE))
@@ -560,10 +570,17 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 			active_left++;
 	}
 	if (active_removed && !active_left) {
+		const char *which = "";
+		for (int i = 0; i < m->ncomp && !which[0]; i++)
+			if ((mask & (1u << i)) &&
+			    atomic_load(&m->comp[i].state) == BM_CS_ACTIVE)
+				which = m->comp[i].path;
 		pthread_mutex_unlock(&m->meta_lock);
-		err = bm_error(EBUSY, "%s would have no ACTIVE (up-to-date) "
-		               "component left: that loses the data; insert "
-		               "another and let it synchronize first", m->name);
+		err = bm_error(EBUSY, "removing %s%s would leave %s with no ACTIVE "
+		               "(up-to-date) component: that loses the data; insert "
+		               "another and let it synchronize first", which,
+		               active_removed > 1 ? " and the other ACTIVE ones" : "",
+		               m->name);
 		goto out;
 	}
 	bool departed = false;

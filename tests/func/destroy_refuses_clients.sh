@@ -9,7 +9,7 @@ bm label -n m0 "$T/a" "$T/b"
 serve m0
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x61 0 1M' >/dev/null || fail "write failed"
 hold_client c1 "$(uri m0)"
-expect_error "m0 has 1 NBD connection open" bm destroy m0
+expect_error "m0 has 1 NBD connection open .*or use .blkmirror destroy -f m0.$" bm destroy m0
 kill -0 "$(server_pid m0)" || fail "the server stopped after a refused destroy"
 bm dump "$T/a" >/dev/null || fail "a refused destroy cleared a label"
 out=$(bm destroy -f m0) || fail "destroy -f failed"
