@@ -276,7 +276,10 @@ static void new_label(struct bm_mirror *m, struct bm_backend *be,
 	l->seq = 0;
 	l->mirror_flags = m->mirror_flags;
 	l->component_flags = p->inactive ? BM_CF_INACTIVE : BM_CF_SYNCHRONIZING;
-	if (atomic_load(&m->dirty))
+	/* Not an INACTIVE one: its label is not rewritten when the mirror
+	 * is marked clean, and a DIRTY left there would make the next start
+	 * take the mirror for crashed. */
+	if (atomic_load(&m->dirty) && !p->inactive)
 		l->component_flags |= BM_CF_DIRTY;
 	l->balance = (uint32_t)atomic_load(&m->balance);
 	l->slice = atomic_load(&m->slice);
