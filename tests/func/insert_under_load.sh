@@ -30,6 +30,10 @@ cat "$T/writer.out"
 grep -q "failed 0$" "$T/writer.out" || fail "the client saw errors"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
 stop m0
+for f in a b c; do
+  out=$(bm dump "$T/$f")
+  grep -q "^ *Components: 3$" <<<"$out" || fail "$f's label does not count 3 components"
+done
 same_data "$T/a" "$T/c"
 same_data "$T/b" "$T/c"
 # A restart assembles all three, c ACTIVE (clean, current).

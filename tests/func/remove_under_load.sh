@@ -29,6 +29,8 @@ cat "$T/writer.out"
 grep -q "failed 0$" "$T/writer.out" || fail "the client saw errors"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
 stop m0
+out=$(bm dump "$T/a")
+grep -q "^ *Components: 2$" <<<"$out" || fail "a's label does not count 2 components"
 same_data "$T/a" "$T/b"
 serve m0
 out=$(bm status m0)
