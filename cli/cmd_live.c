@@ -58,15 +58,16 @@ static void record_components(struct job *j, size_t used)
 	size_t n;
 	int err = bm_mirror_paths(j->m, paths, &n);
 
-	if (err == 0)
+	if (err == 0) {
 		err = state_write_components(j->name, paths, n);
+		for (size_t i = 0; i < n; i++)
+			free(paths[i]);
+	}
 	if (err < 0)
 		snprintf(j->report + used, sizeof(j->report) - used,
 		         "warning: cannot record the components of %s in %s: %s; "
 		         "a restart assembles the old list\n", j->name,
 		         state_dir(), strerror(-err));
-	for (size_t i = 0; err == 0 && i < n; i++)
-		free(paths[i]);
 }
 
 static void *job_main(void *arg)
@@ -298,12 +299,15 @@ static int run_job(const char *name, const char *cmd)
 		usleep(20000);
 		snprintf(q, sizeof(q), "live result %u", id);
 		err = control_call(name, q, reply, REPLY_MAX);
-		if (err == -ENOENT) {
-			cli_fail("%s stopped before the request ended", name);
-			goto out;
-		}
-		if (err < 0)
+		if (err < 0) {
+			pid_t pid;
+			char what[64];
+			if (state_lock_holder(name, &pid, what, sizeof(what)) != 1) {
+				cli_fail("%s stopped before the request ended", name);
+				goto out;
+			}
 			continue; /* busy: the next poll */
+		}
 		if (strcmp(reply, "ok\nrunning\n") == 0)
 			continue;
 		break;

@@ -114,18 +114,23 @@ int wait_synchronized(const char *name, const char *path)
 
 	if (!reply)
 		return cli_fail("out of memory");
-	for (;;) {
+	for (int failures = 0;;) {
 		err = control_call(name, "status", reply, REPLY_MAX);
 		if (err == -ENOENT) {
 			cli_fail("%s stopped before %s was synchronized", name,
 			         path);
 			break;
 		}
+		if (err < 0 && ++failures < 25) { /* busy or stopping: again */
+			usleep(POLL_MS * 1000);
+			continue;
+		}
 		if (err < 0) {
 			cli_fail("cannot ask %s for its status: %s", name,
 			         strerror(-err));
 			break;
 		}
+		failures = 0;
 		if (strncmp(reply, "ok\n", 3) != 0) {
 			cli_fail("%s: %s", name, reply + (strncmp(reply,
 			         "error ", 6) == 0 ? 6 : 0));
