@@ -99,4 +99,13 @@ int cmd_repair(int argc, char **argv);
 int ctl_check(bm_mirror *m, const char *name, const char *cmd, char *out,
               size_t outlen); /* cmd_check.c: "check ..." control commands */
 
+/* cmd_live.c: components joining and leaving a running mirror. */
+int cmd_insert(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
+int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
+             size_t outlen);
+/* forget on a running mirror: 0 after printing what was forgotten. */
+int live_forget_running(const char *name);
+
 #endif

@@ -129,6 +129,7 @@ static int ctl_progress(bm_mirror *m, const char *name, const char *cmd,
 static const ctl_extension ctl_extensions[] = {
 	ctl_progress,
 	ctl_check,
+	ctl_live,
 };
 
 /* "progress": a line per component being copied:

@@ -19,6 +19,7 @@
  * is one line on stderr and exit 2, a refused or failed request exit 1.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -777,9 +778,8 @@ static int forget_one(const char *name, bool force)
 	r = state_lock(name, "forget", &fd, &pid, what, sizeof(what));
 	if (r == -EBUSY) {
 		state_free(paths, n);
-		if (strcmp(what, "serve") == 0)
-			return cli_fail("mirror '%s' is running (pid %ld); stop it "
-			                "first", name, (long)pid);
+		if (strcmp(what, "serve") == 0) /* the server drops them */
+			return live_forget_running(name);
 		return cli_fail("mirror '%s' is busy: pid %ld (%s); try again", name,
 		                (long)pid, what[0] ? what : "starting");
 	}
@@ -842,9 +842,11 @@ int cmd_forget(int argc, char **argv)
 			       "directory when its components are\ngone or no longer "
 			       "carry its label.  When only some are, those are "
 			       "dropped from the\nrecord and the mirror stays.  "
-			       "Refused while the mirror runs; refused while every\n"
-			       "component still carries the label, unless -f.  "
-			       "Labels are never touched.\n", forget_usage);
+			       "Refused while every component still carries\nthe "
+			       "label, unless -f.  On a running mirror: drops the "
+			       "components that are not\nconnected (ABSENT, "
+			       "DISCONNECTED, FAILED).  Labels are never touched.\n",
+			       forget_usage);
 			return 0;
 		default:
 			return bad_option("forget", forget_usage, opt, shortopts, argv);
@@ -855,4 +857,119 @@ int cmd_forget(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		rc |= forget_one(argv[i], force);
 	return rc;
+}
+
+/* ---- destroy ------------------------------------------------------------- */
+
+static const char destroy_usage[] = "usage: blkmirror destroy [-f] NAME";
+
+/* Stops the mirror if it runs (refused while NBD clients are connected,
+ * unless force), clears the label and lease of every component that
+ * carries its label, and removes its records.  The data stays. */
+static int destroy_one(const char *name, bool force)
+{
+	char **paths, what[64], lname[BM_NAME_MAX + 1], *cleared;
+	size_t n, used = 0;
+	pid_t pid;
+	int fd, r, rc = 0;
+
+	if (known_mirror(name, &paths, &n))
+		return 1;
+	r = running(name, &pid);
+	if (r == 1 && !force) {
+		/* stop's own refusal, with destroy's way round it */
+		char *reply = malloc(REPLY_MAX), *hint;
+		if (reply && control_call(name, "stop", reply, REPLY_MAX) == 0 &&
+		    strncmp(reply, "error ", 6) == 0) {
+			reply[strcspn(reply, "\n")] = '\0';
+			hint = strstr(reply, "'blkmirror stop -f");
+			if (hint)
+				*hint = '\0';
+			if (hint)
+				cli_fail("%s'blkmirror destroy -f %s'", reply + 6, name);
+			else
+				cli_fail("%s", reply + 6);
+			free(reply);
+			state_free(paths, n);
+			return 1;
+		}
+		free(reply);
+	}
+	if (r < 0 || (r == 1 && stop_one(name, force, 60))) {
+		state_free(paths, n);
+		return 1;
+	}
+	r = state_lock(name, "destroy", &fd, &pid, what, sizeof(what));
+	if (r < 0) {
+		state_free(paths, n);
+		if (r == -EBUSY)
+			return cli_fail("mirror '%s' is busy: pid %ld (%s); try "
+			                "again", name, (long)pid, what[0] ? what
+			                : "starting");
+		return cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
+		                strerror(-r));
+	}
+	cleared = calloc(n ? n : 1, PATH_MAX + 4);
+	if (!cleared) {
+		state_unlock(fd);
+		state_free(paths, n);
+		return cli_fail("out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (bm_label_probe(paths[i], lname, sizeof(lname)) < 0) {
+			printf("%s: left alone: %s\n", paths[i], bm_last_error());
+			continue;
+		}
+		if (strcmp(lname, name) != 0) {
+			printf("%s: left alone: it is labeled for mirror '%s'\n",
+			       paths[i], lname);
+			continue;
+		}
+		if (bm_label_clear(paths[i]) < 0) {
+			rc = cli_fail("%s", bm_last_error());
+			break;
+		}
+		used += (size_t)sprintf(cleared + used, "%s%s", used ? ", " : "",
+		                        paths[i]);
+	}
+	if (rc) {
+		state_unlock(fd);
+		if (used)
+			printf("cleared %s; the records of %s are kept: run 'blkmirror "
+			       "destroy %s' again\n", cleared, name, name);
+	} else if ((r = state_remove_mirror(name, fd)) < 0) {
+		rc = cli_fail("cannot remove the records of '%s' from %s: %s",
+		              name, state_dir(), strerror(-r));
+	} else if (used) {
+		printf("Mirror %s destroyed: labels and leases cleared on %s; the "
+		       "data is still on %s.\n", name, cleared,
+		       strchr(cleared, ',') ? "them" : "it");
+	} else {
+		printf("Mirror %s destroyed: no component carried its label.\n",
+		       name);
+	}
+	free(cleared);
+	state_free(paths, n);
+	return rc;
+}
+
+int cmd_destroy(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{NULL, 0, NULL, 0},
+	};
+	bool force = false;
+	int opt, status;
+
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "destroy", "f", longopts,
+	                         &status)) != -1) {
+		if (opt != 'f')
+			return status;
+		force = true;
+	}
+	if (argc - optind != 1)
+		return cli_usage("%s", destroy_usage);
+	return destroy_one(argv[optind], force);
 }

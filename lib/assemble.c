@@ -34,7 +34,7 @@
 #include "mirror.h"
 #include "probe.h"
 
-static uint64_t random_id(void)
+uint64_t bm_random_id(void)
 {
 	uint64_t v = 0;
 	while (v == 0)
@@ -43,8 +43,8 @@ static uint64_t random_id(void)
 	return v;
 }
 
-/* Reads and decodes the label of an open backend. */
-static int read_label(struct bm_backend *be, struct bm_label *l)
+/* Reads and decodes the label of an open backend (live.c uses it too). */
+int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
 {
 	uint8_t *buf;
 	int err;
@@ -127,7 +127,7 @@ static int refuse_existing_data(struct bm_backend **be,
 		bool kept = i == 0 || p->no_sync;
 		struct bm_content c;
 		struct bm_label l;
-		int err = read_label(be[i], &l);
+		int err = bm_label_read_be(be[i], &l);
 
 		if (err == 0 && !p->force)
 			return bm_error(EEXIST, "%s: already a component of mirror "
@@ -159,7 +159,7 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
                        const struct bm_label_params *p)
 {
 	struct bm_backend *be[BM_MAX_COMPONENTS] = {0};
-	uint64_t data_size = UINT64_MAX, mirror_id = random_id();
+	uint64_t data_size = UINT64_MAX, mirror_id = bm_random_id();
 	struct bm_label l;
 	int err = 0;
 
@@ -214,7 +214,7 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		l.version = BM_LABEL_VERSION;
 		snprintf(l.name, sizeof(l.name), "%s", name);
 		l.mirror_id = mirror_id;
-		l.component_id = random_id();
+		l.component_id = bm_random_id();
 		l.genid = 1;
 		l.syncid = 1;
 		l.seq = 1;
@@ -255,7 +255,7 @@ int bm_label_clear(const char *path)
 
 	if (err < 0)
 		return err;
-	err = read_label(be, &l);
+	err = bm_label_read_be(be, &l);
 	if (err == -ENOENT) {
 		err = bm_error(ENOENT, "%s: has no blkmirror label", path);
 		goto out;
@@ -295,7 +295,7 @@ static int label_of(const char *path, struct bm_label *l)
 
 	if (err < 0)
 		return err;
-	err = read_label(be, l);
+	err = bm_label_read_be(be, l);
 	be->ops->close(be);
 	return err;
 }
@@ -349,7 +349,7 @@ int bm_label_configure(const char *const *paths, size_t n, int balance,
 		int err = bm_backend_open(paths[i], true, &be);
 		if (err < 0)
 			return err;
-		err = read_label(be, &l);
+		err = bm_label_read_be(be, &l);
 		if (err == 0)
 			err = bm_lease_check_free(be); /* no live server on it */
 		if (err == 0) {
@@ -540,6 +540,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	m->ncomp = (int)n;
 	pthread_mutex_init(&m->meta_lock, NULL);
+	pthread_mutex_init(&m->live_lock, NULL);
 	pthread_mutex_init(&m->drain_lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -570,7 +571,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 			goto fail;
 		}
 		if (err == 0)
-			err = read_label(c->be, &c->label);
+			err = bm_label_read_be(c->be, &c->label);
 		if (err < 0) {
 			absent(c, bm_last_error());
 			fprintf(stderr, "blkmirror: %s: leaving out %s\n", name,
@@ -634,6 +635,7 @@ fail:
 			m->comp[i].be->ops->close(m->comp[i].be);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
+	pthread_mutex_destroy(&m->live_lock);
 	pthread_mutex_destroy(&m->info_lock);
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);
@@ -685,6 +687,9 @@ void bm_mirror_close(bm_mirror *m)
 	/* A check/repair first: its chunk ends within io-timeout (the
 	 * watchdog still runs), and no client request waits for it. */
 	bm_check_stop(m);
+	/* An insert or removal that runs (live.c) finishes first: it holds
+	 * backends and lease threads that the code below closes. */
+	bm_live_wait_closing(m);
 	/* Ask first, join after the drain: a copy or a repair may wait on
 	 * the range of a client write held by a component that hangs. */
 	bm_sync_request_stop(m);
@@ -746,6 +751,7 @@ void bm_mirror_close(bm_mirror *m)
 	bm_ev_free(m);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
+	pthread_mutex_destroy(&m->live_lock);
 	pthread_mutex_destroy(&m->info_lock);
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);

@@ -349,22 +349,36 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 		return bm_error(EIO, "the mirror cannot record its state in any "
 		                "label; writes are refused");
 	}
-	r = req_alloc(m, io, m->ncomp);
-	if (!r) {
+	/* Hold the range first, then choose the targets: a component that
+	 * starts synchronizing after this point is copied after this write
+	 * completes; one published before it (live.c) is a target.  ncomp
+	 * only grows: if it grew between the allocation and the hold, again
+	 * with room for the newcomer (nothing was issued yet). */
+	int nc;
+	for (;;) {
+		int room = atomic_load(&m->ncomp);
+		r = req_alloc(m, io, room);
+		if (!r) {
+			if (is_write)
+				atomic_fetch_sub(&m->writes_inflight, 1);
+			return bm_error(ENOMEM, "out of memory");
+		}
+		r->is_write = is_write;
+		r->before_ack = before_ack;
+		if (is_write) {
+			bm_rangelock_shared(&m->rl, &r->hold, io->offset,
+			                    io->length);
+			if (before_ack)
+				before_ack(m, io->offset, io->length);
+		}
+		nc = atomic_load(&m->ncomp);
+		if (nc <= room)
+			break;
 		if (is_write)
-			atomic_fetch_sub(&m->writes_inflight, 1);
-		return bm_error(ENOMEM, "out of memory");
+			bm_rangelock_shared_release(&m->rl, &r->hold);
+		free(r);
 	}
-	r->is_write = is_write;
-	r->before_ack = before_ack;
-	/* Hold the range first: a component that starts synchronizing after
-	 * this point is copied after this write completes. */
-	if (is_write) {
-		bm_rangelock_shared(&m->rl, &r->hold, io->offset, io->length);
-		if (before_ack)
-			before_ack(m, io->offset, io->length);
-	}
-	for (int i = 0; i < m->ncomp; i++) {
+	for (int i = 0; i < nc; i++) {
 		int s = atomic_load(&m->comp[i].state);
 		if (s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING)
 			targets[n++] = i;

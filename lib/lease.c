@@ -165,6 +165,7 @@ struct lease_slot {
 	struct bm_component *c;
 	pthread_t thread;
 	bool running;
+	bool stop;          /* k->lock: this slot alone stops (live.c) */
 	bool held;          /* we wrote (or tried to write) our lease on it */
 	bool lost;          /* someone else writes it now: never write again */
 	bool io_failing;    /* the last lease I/O failed (logged once) */
@@ -357,19 +358,19 @@ static void *renew_main(void *arg)
 	bool clean;
 
 	pthread_mutex_lock(&k->lock);
-	while (!k->stop) {
+	while (!k->stop && !s->stop) {
 		struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC,
 		                                    BM_LEASE_INTERVAL_MS);
-		while (!k->stop &&
+		while (!k->stop && !s->stop &&
 		       pthread_cond_timedwait(&k->cond, &k->lock, &dl) != ETIMEDOUT)
 			;
-		if (k->stop)
+		if (k->stop || s->stop)
 			break;
 		pthread_mutex_unlock(&k->lock);
 		renew(s);
 		pthread_mutex_lock(&k->lock);
 	}
-	clean = k->clean_on_stop;
+	clean = k->clean_on_stop && !s->stop;
 	pthread_mutex_unlock(&k->lock);
 	if (clean && !s->lost && writable(s->c)) {
 		s->seq++;
@@ -601,4 +602,55 @@ void bm_lease_stop(struct bm_mirror *m, bool clean)
 	pthread_cond_destroy(&k->cond);
 	free(k);
 	m->lease = NULL;
+}
+
+/* ---- components that join and leave a running mirror (live.c) ---- */
+
+int bm_lease_add(struct bm_mirror *m, int index, struct bm_backend *be)
+{
+	struct bm_lease_keeper *k = m->lease;
+	struct lease_slot *s;
+	int err;
+
+	if (!k || index < 0 || index >= BM_MAX_COMPONENTS)
+		return bm_error(EINVAL, "no lease keeper");
+	s = &k->slot[index];
+	if (s->running) /* a slot reused without bm_lease_drop: a bug */
+		return bm_error(EBUSY, "lease slot %d still renewed", index);
+	memset(s, 0, sizeof(*s));
+	s->k = k;
+	s->c = &m->comp[index];
+	s->interval_ms = BM_LEASE_INTERVAL_MS;
+	s->seq = 1;
+	s->held = true;
+	err = write_lease_to(s, be, BM_LEASE_ACTIVE);
+	if (err < 0)
+		return bm_error(err, "%s: cannot write its lease: %s", be->path,
+		                strerror(-err));
+	/* Renewals skip it until its state says it is in service. */
+	if (pthread_create(&s->thread, NULL, renew_main, s) != 0)
+		return bm_error(EAGAIN, "cannot start a lease thread");
+	s->running = true;
+	return 0;
+}
+
+void bm_lease_drop(struct bm_mirror *m, int index)
+{
+	struct bm_lease_keeper *k = m->lease;
+	struct lease_slot *s;
+
+	if (!k || index < 0 || index >= BM_MAX_COMPONENTS)
+		return;
+	s = &k->slot[index];
+	if (!s->running) {
+		s->held = false;
+		return;
+	}
+	pthread_mutex_lock(&k->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(s->thread, NULL);
+	s->running = false;
+	s->held = false;
 }

@@ -131,4 +131,15 @@ int bm_lease_start(struct bm_mirror *m);
  */
 void bm_lease_stop(struct bm_mirror *m, bool clean);
 
+/*
+ * A component joining a running mirror (live.c), not yet published: takes
+ * its lease (written through be, which the caller checked is free with
+ * bm_lease_check_free) and starts its renewal, which begins once its state
+ * is ACTIVE or SYNCHRONIZING.  bm_lease_drop stops renewing slot index (a
+ * component removed or forgotten; call without meta_lock): its lease is
+ * left as it is, for the caller to clear or leave.
+ */
+int bm_lease_add(struct bm_mirror *m, int index, struct bm_backend *be);
+void bm_lease_drop(struct bm_mirror *m, int index);
+
 #endif

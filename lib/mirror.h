@@ -13,6 +13,7 @@
  *   balance.c   the read balance algorithms
  *   sync.c      the synchronization thread
  *   status.c    status and list text
+ *   live.c      components inserted into and removed from a running mirror
  *
  * Locking.  meta_lock protects the labels and every component state change;
  * it is held across label I/O, which has a deadline (io_timeout_ms).  The
@@ -24,6 +25,14 @@
  * in the labels (genid bump) before the write that found them is
  * acknowledged, and acknowledges it only if a component still in service
  * holds it.
+ *
+ * Components join and leave while the data path runs (live.c): ncomp only
+ * grows, and a slot is filled in full, its state not readable or writable,
+ * before it is published (a store of ncomp, or of its state for a reused
+ * slot), so a loop over comp[0..ncomp) never sees a half-built component.
+ * A component leaves by its state becoming BM_CS_REMOVED (meta_lock); its
+ * backend is closed once users and inflight are 0.  live_lock serializes
+ * inserts and removals (taken before meta_lock, never under it).
  */
 #ifndef BM_MIRROR_H
 #define BM_MIRROR_H
@@ -47,6 +56,9 @@ enum bm_comp_state {
 	BM_CS_ABSENT,        /* missing, unreadable or foreign at start */
 	BM_CS_DISCONNECTED,  /* vanished or stopped answering; retried, and
 	                        copied again when it comes back */
+	BM_CS_REMOVED,       /* live.c: taken out of the mirror (remove,
+	                        forget): an empty slot, hidden everywhere;
+	                        reused by an insert once nothing refers to it */
 };
 
 /* The rules of the locking comment above, checked where they are relied
@@ -149,14 +161,23 @@ static inline void bm_comp_put(struct bm_component *c)
 	atomic_fetch_sub(&c->users, 1);
 }
 
+/* Every state but REMOVED: what status, list and stat show. */
+static inline bool bm_comp_present(const struct bm_component *c)
+{
+	return atomic_load(&c->state) != BM_CS_REMOVED;
+}
+
 struct bm_event;
 struct bm_repair;
 
 struct bm_mirror {
 	char name[BM_NAME_MAX + 1];
 	uint64_t size;
-	int ncomp;
+	atomic_int ncomp;               /* slots in use; only grows (live.c) */
 	struct bm_component comp[BM_MAX_COMPONENTS];
+	pthread_mutex_t live_lock;      /* live.c: one insert/remove at a time */
+	atomic_int live_ops;            /* live.c: inserts/removals that run */
+	atomic_bool closing;            /* bm_mirror_close started: no more */
 
 	pthread_mutex_t meta_lock;      /* labels, states, genid, syncid */
 	pthread_mutex_t info_lock;      /* why[], sync_error: what status shows */
@@ -224,6 +245,14 @@ struct bm_mirror {
 	 * first start, cancelled, joined and freed by bm_check_stop */
 	struct bm_check *_Atomic check;
 };
+
+/* assemble.c: a random nonzero id; the label of an open component. */
+uint64_t bm_random_id(void);
+int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
+
+/* live.c: bm_mirror_close calls it first: no insert or removal starts
+ * after it, and the one that runs has ended when it returns. */
+void bm_live_wait_closing(struct bm_mirror *m);
 
 /* meta.c */
 int bm_label_store(struct bm_backend *be, const struct bm_label *l,

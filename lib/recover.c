@@ -212,6 +212,12 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 		return err;
 	}
 	pthread_mutex_lock(&m->meta_lock);
+	if (atomic_load(&c->state) != BM_CS_DISCONNECTED) {
+		/* removed or forgotten meanwhile (live.c) */
+		pthread_mutex_unlock(&m->meta_lock);
+		be->ops->close(be);
+		return -ECANCELED;
+	}
 	c->be = be;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);

@@ -21,6 +21,7 @@ const char *bm_comp_state_name(int state)
 	case BM_CS_SYNCHRONIZING: return "SYNCHRONIZING";
 	case BM_CS_FAILED: return "FAILED";
 	case BM_CS_DISCONNECTED: return "DISCONNECTED";
+	case BM_CS_REMOVED: return "REMOVED";
 	default: return "ABSENT";
 	}
 }
@@ -38,25 +39,30 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	size_t used = 0;
 	int w = (int)strlen(m->name) > 4 ? (int)strlen(m->name) : 4;
 	bool complete = true;
+	int shown = 0;
 
 	pthread_mutex_lock(&m->info_lock);
 	for (int i = 0; i < m->ncomp; i++)
-		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE &&
+		    bm_comp_present(&m->comp[i]))
 			complete = false;
 	APPEND("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);
 		char detail[320] = "";
+		if (s == BM_CS_REMOVED)
+			continue;
 		if (s == BM_CS_SYNCHRONIZING)
 			snprintf(detail, sizeof(detail), ", %d%%",
 			         (int)(atomic_load(&c->sync_offset) * 100 /
 			               (m->size ? m->size : 1)));
 		else if (s != BM_CS_ACTIVE)
 			snprintf(detail, sizeof(detail), ": %s", c->why);
-		APPEND("%-*s  %-8s  %s (%s%s)\n", w, i ? "" : m->name,
-		       i ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
+		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
+		       shown ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
 		       bm_comp_state_name(s), detail);
+		shown++;
 	}
 	if (m->sync_error[0])
 		APPEND("Note: %s\n", m->sync_error);
@@ -95,9 +101,12 @@ int bm_mirror_stats(bm_mirror *m, struct bm_stat_row *rows, int max)
 {
 	int n = 0;
 
-	for (int i = 0; i < m->ncomp && n < max; i++, n++)
-		snapshot(&rows[n], m->comp[i].path,
+	for (int i = 0; i < m->ncomp && n < max; i++) {
+		if (!bm_comp_present(&m->comp[i]))
+			continue;
+		snapshot(&rows[n++], m->comp[i].path,
 		         atomic_load(&m->comp[i].inflight), &m->comp[i].stats);
+	}
 	if (n < max) {
 		char name[BM_NAME_MAX + 8];
 		snprintf(name, sizeof(name), "mirror/%s", m->name);
@@ -112,21 +121,26 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 	char mf[64];
 	struct timespec deadline = bm_deadline_ms(CLOCK_REALTIME, 500);
 	bool labels;
+	int present = 0, shown = 0;
 
+	for (int i = 0; i < m->ncomp; i++)
+		present += bm_comp_present(&m->comp[i]);
 	labels = pthread_mutex_timedlock(&m->meta_lock, &deadline) == 0;
 	pthread_mutex_lock(&m->info_lock);
 	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
 	APPEND("Geom name: %s\nState: %s\nComponents: %d\nBalance: %s\n"
 	       "Slice: %u\nFlags: %s\nGenID: %" PRIu64 "\nSyncID: %" PRIu64
 	       "\nID: %016" PRIx64 "\nMediasize: %" PRIu64 "\nConsumers:\n",
-	       m->name, m->degraded ? "DEGRADED" : "COMPLETE", m->ncomp,
+	       m->name, m->degraded ? "DEGRADED" : "COMPLETE", present,
 	       bm_balance_name(atomic_load(&m->balance)),
 	       atomic_load(&m->slice), mf, m->genid, m->syncid, m->mirror_id,
 	       m->size);
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);
-		APPEND("%d. Name: %s\n   State: %s\n", i + 1, c->path,
+		if (s == BM_CS_REMOVED)
+			continue;
+		APPEND("%d. Name: %s\n   State: %s\n", ++shown, c->path,
 		       bm_comp_state_name(s));
 		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
 			APPEND("   Reason: %s\n", c->why);

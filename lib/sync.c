@@ -204,7 +204,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 		bm_set_why(m, t, "%s", "");
 	m->degraded = false;
 	for (int i = 0; i < m->ncomp; i++)
-		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE &&
+		    bm_comp_present(&m->comp[i]))
 			m->degraded = true;
 	pthread_mutex_unlock(&m->meta_lock);
 	fprintf(stderr, "blkmirror: %s: %s is synchronized\n", m->name, t->path);

@@ -1,0 +1,675 @@
+/*
+ * Components that join and leave a running mirror: insert, remove, forget
+ * (gmirror's verbs).  The data path keeps running without a lock; what
+ * makes that safe:
+ *
+ * Publication.  comp[] has room for BM_MAX_COMPONENTS and ncomp only grows
+ * (an atomic).  An insert fills a slot while nobody can see it (index >=
+ * ncomp, or a reused slot whose state is BM_CS_REMOVED, which every reader
+ * skips), with its backend open, its lease taken and its label written,
+ * and only then publishes it: a store of its state, then of ncomp.  Every
+ * loop `for (i = 0; i < m->ncomp; i++)` therefore sees either no slot or a
+ * whole one.  States change under meta_lock (the locking rule); live_lock
+ * orders inserts and removals among themselves (the slots and ncomp only
+ * change under it) and is taken before meta_lock.
+ *
+ * Leaving.  remove and forget set the state to BM_CS_REMOVED under
+ * meta_lock: bm_comp_get refuses it from then on, so no new request
+ * reaches it; the requests in flight complete (their failures are ignored:
+ * bm_meta_drop_locked leaves a component that is not writable alone, and
+ * the write's fate is decided by the others).  Its backend is closed only
+ * when users and inflight are 0 (what recover.c waits for before a
+ * reconnect), then its label is cleared (remove) or left (forget).  A
+ * removed slot is reused only when the mirror is full, and only when its
+ * backend is closed and nobody uses it; its epoch is bumped, so a failure
+ * found on the old component and still queued (events.c) is not applied
+ * to the new one.  recover.c re-checks DISCONNECTED under meta_lock before
+ * it installs a reconnected backend, so a removed component is not brought
+ * back.
+ *
+ * Writes in flight while a component joins.  The acknowledgement rule
+ * (compio.c write_decide) needs: a write acknowledged is on every ACTIVE
+ * component and on every SYNCHRONIZING one below its sync offset.  A new
+ * component starts SYNCHRONIZING at offset 0, so the danger is one write W
+ * that did not choose it as a target and ends after the sync copied W's
+ * range onto it: the copy would carry the old data and W would be missing
+ * there for ever.  It cannot happen:
+ *   - compio.c takes W's shared range hold before it reads ncomp and the
+ *     states to choose targets, and releases it after W completed on
+ *     every target;
+ *   - the sync copies a chunk under an exclusive hold on it, and starts
+ *     after the component was published (bm_sync_kick follows the
+ *     publication; the kick's mutex orders the two);
+ *   - the range lock's mutex orders W's hold and the copy's hold on any
+ *     overlapping chunk.  If W's hold came first, the copy waits until W
+ *     completed on its sources, so it reads W's data.  If the copy's came
+ *     first, W took its hold after the copy released it, hence after the
+ *     publication (the release/acquire of the range lock's mutex carries
+ *     the ordering), so W read the new ncomp and state and chose the new
+ *     component as a target.
+ * A write that did choose it is acknowledged by the usual rule (it is
+ * SYNCHRONIZING, not ACTIVE: its failure fails it out, not the write).
+ * Leaving needs no argument of the kind: a component out of the mirror has
+ * no promise to keep, and remove refuses to take the last ACTIVE one.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "lease.h"
+#include "live.h"
+#include "mirror.h"
+#include "probe.h"
+
+#define DRAIN_EXTRA_MS 5000
+
+int bm_live_begin(bm_mirror *m)
+{
+	atomic_fetch_add(&m->live_ops, 1);
+	if (atomic_load(&m->closing)) {
+		atomic_fetch_sub(&m->live_ops, 1);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+void bm_live_end(bm_mirror *m)
+{
+	atomic_fetch_sub(&m->live_ops, 1);
+}
+
+void bm_live_wait_closing(struct bm_mirror *m)
+{
+	atomic_store(&m->closing, true);
+	while (atomic_load(&m->live_ops) > 0)
+		usleep(10000);
+}
+
+/* Present (not removed) component named path, or -1. */
+static int find_path(struct bm_mirror *m, const char *path)
+{
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    strcmp(m->comp[i].path, path) == 0)
+			return i;
+	return -1;
+}
+
+static int present_count(struct bm_mirror *m)
+{
+	int n = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		n += bm_comp_present(&m->comp[i]);
+	return n;
+}
+
+/* Caller holds meta_lock. */
+static void update_degraded_locked(struct bm_mirror *m)
+{
+	m->degraded = false;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			m->degraded = true;
+}
+
+/* Caller holds meta_lock.  Every label in service says how many components
+ * the mirror has now, and the current genid. */
+static int relabel_all_locked(struct bm_mirror *m)
+{
+	uint32_t n = (uint32_t)present_count(m);
+	for (int i = 0; i < m->ncomp; i++)
+		m->comp[i].label.ncomponents = n ? n : 1;
+	return bm_meta_write_all_labels(m);
+}
+
+/* The same storage as a component of the mirror, under another name?
+ * The kernel's identities (inode, device, loop backing file); for what it
+ * cannot tell (URIs), the open backends' identity and, when the new one is
+ * not a local path, a token written through it and looked for through the
+ * others (in the reserved area, never in the data). */
+static int refuse_same_storage(struct bm_mirror *m, const char *path,
+                               struct bm_backend *be)
+{
+	const char *paths[BM_MAX_COMPONENTS + 1];
+	struct bm_backend *bes[BM_MAX_COMPONENTS + 1];
+	int idx[BM_MAX_COMPONENTS + 1];
+	size_t n = 0, a, b;
+	struct stat st;
+	int err = 0;
+
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i])) {
+			idx[n] = i;
+			paths[n++] = m->comp[i].path;
+		}
+	paths[n] = path;
+	if (bm_probe_same_identity(paths, n + 1, &a, &b) && b == n)
+		return bm_error(EEXIST, "%s is the same disk as %s, already a "
+		                "component of %s", path, paths[a], m->name);
+	size_t nb = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct bm_component *c = &m->comp[idx[k]];
+		struct bm_backend *cb = bm_comp_get(c);
+		if (!cb)
+			continue;
+		if (bm_backend_same(cb, be)) {
+			bm_comp_put(c);
+			return bm_error(EEXIST, "%s is the same disk as %s, already "
+			                "a component of %s", path, c->path, m->name);
+		}
+		idx[nb] = idx[k];
+		bes[nb++] = cb; /* put back below */
+	}
+	if (stat(path, &st) < 0 && nb > 0) {
+		bes[nb] = be;
+		err = bm_probe_same_content(bes, nb + 1, &a, &b);
+		if (err > 0)
+			err = bm_error(EEXIST, "%s is the same disk as %s, already a "
+			               "component of %s (a block written through one "
+			               "was read back through the other)", path,
+			               m->comp[idx[a < nb ? a : b]].path, m->name);
+		else if (err < 0)
+			err = bm_error(err, "%s: cannot tell whether it is another "
+			               "component under another name: %s", path,
+			               bm_last_error());
+	}
+	for (size_t k = 0; k < nb; k++)
+		bm_comp_put(&m->comp[idx[k]]);
+	return err;
+}
+
+/* Checks the component to insert, open in be: nothing is written. */
+static int check_new(struct bm_mirror *m, const char *path,
+                     struct bm_backend *be, const struct bm_insert_params *p)
+{
+	struct bm_label l;
+	struct bm_content content;
+	int err;
+
+	if (be->size < BM_MIN_COMPONENT_SIZE ||
+	    bm_data_area(be->size) < m->size)
+		return bm_error(ENOSPC, "%s is too small: %" PRIu64 " bytes; %s "
+		                "needs %" PRIu64 " (its %" PRIu64 " bytes of data "
+		                "and %u of metadata)", path, be->size, m->name,
+		                m->size + BM_META_SIZE, m->size, BM_META_SIZE);
+	err = refuse_same_storage(m, path, be);
+	if (err < 0)
+		return err;
+	err = bm_label_read_be(be, &l);
+	if (err == 0 && l.mirror_id != m->mirror_id)
+		return bm_error(EEXIST, "%s is labeled for mirror '%s'; clear it "
+		                "first with blkmirror clear %s", path, l.name, path);
+	bool ours = err == 0; /* a stale component of this mirror: its data
+	                         is this mirror's, copied over again */
+	bm_error_clear();
+	if (!ours) {
+		err = bm_probe_content(be, &content);
+		if (err < 0)
+			return err;
+		if (err > 0 && !p->force)
+			return bm_error(EEXIST, "%s holds %s, which the sync would "
+			                "overwrite; insert -f to go ahead", path,
+			                content.what);
+	}
+	/* Not under a server elsewhere (a lease renewed while watched). */
+	return bm_lease_check_free(be);
+}
+
+static void zero_stats(struct bm_comp_stats *st)
+{
+	atomic_store(&st->reads, 0);
+	atomic_store(&st->read_bytes, 0);
+	atomic_store(&st->read_ns, 0);
+	atomic_store(&st->writes, 0);
+	atomic_store(&st->write_bytes, 0);
+	atomic_store(&st->write_ns, 0);
+	atomic_store(&st->deletes, 0);
+	atomic_store(&st->delete_bytes, 0);
+	atomic_store(&st->delete_ns, 0);
+	atomic_store(&st->errors, 0);
+	atomic_store(&st->busy_ns, 0);
+	atomic_store(&st->busy_since, 0);
+	atomic_store(&st->last_done, 0);
+}
+
+/* Caller holds live_lock: a slot nobody can see or use, or -1. */
+static int free_slot(struct bm_mirror *m)
+{
+	int n = m->ncomp;
+
+	if (n < BM_MAX_COMPONENTS)
+		return n;
+	for (int i = 0; i < n; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c) && !c->be && c->nretired == 0 &&
+		    atomic_load(&c->users) == 0 &&
+		    atomic_load(&c->inflight) == 0 &&
+		    atomic_load(&m->sync_target) != c)
+			return i;
+	}
+	return -1;
+}
+
+/* A label for the new component, from the mirror's own. */
+static void new_label(struct bm_mirror *m, struct bm_backend *be,
+                      const struct bm_insert_params *p, struct bm_label *l)
+{
+	memset(l, 0, sizeof(*l));
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) == BM_CS_ACTIVE) {
+			*l = m->comp[i].label;
+			break;
+		}
+	l->version = BM_LABEL_VERSION;
+	memset(l->name, 0, sizeof(l->name));
+	memcpy(l->name, m->name, strnlen(m->name, BM_NAME_MAX));
+	l->mirror_id = m->mirror_id;
+	l->component_id = bm_random_id();
+	l->genid = m->genid;
+	l->syncid = m->syncid;
+	l->seq = 0;
+	l->mirror_flags = m->mirror_flags;
+	l->component_flags = p->inactive ? BM_CF_INACTIVE : BM_CF_SYNCHRONIZING;
+	/* Not an INACTIVE one: its label is not rewritten when the mirror
+	 * is marked clean, and a DIRTY left there would make the next start
+	 * take the mirror for crashed. */
+	if (atomic_load(&m->dirty) && !p->inactive)
+		l->component_flags |= BM_CF_DIRTY;
+	l->balance = (uint32_t)atomic_load(&m->balance);
+	l->slice = atomic_load(&m->slice);
+	l->priority = p->priority;
+	l->sector_size = l->sector_size ? l->sector_size : 512;
+	l->data_size = m->size;
+	l->component_size = be->size;
+	l->sync_offset = 0;
+	l->bitmap_offset = bm_label_offset(be->size) -
+	                   (BM_META_SIZE - BM_LABEL_SIZE);
+	l->bitmap_size = 0;
+	l->ncomponents = (uint32_t)present_count(m) + 1;
+}
+
+int bm_mirror_insert(bm_mirror *m, const char *path,
+                     const struct bm_insert_params *p)
+{
+	struct bm_backend *be = NULL;
+	struct bm_component *c;
+	int err, idx;
+
+	if (strlen(path) >= sizeof(m->comp[0].path))
+		return bm_error(ENAMETOOLONG, "component path too long");
+	pthread_mutex_lock(&m->live_lock);
+	idx = find_path(m, path);
+	if (idx >= 0) {
+		int st = atomic_load(&m->comp[idx].state);
+		if (st == BM_CS_ACTIVE || st == BM_CS_SYNCHRONIZING)
+			err = bm_error(EEXIST, "%s is already a component of %s",
+			               path, m->name);
+		else
+			err = bm_error(EEXIST, "%s is already a component of %s "
+			               "(%s); remove it first ('blkmirror remove %s "
+			               "%s') to insert it anew", path, m->name,
+			               bm_comp_state_name(st), m->name, path);
+		goto out;
+	}
+	idx = free_slot(m);
+	if (idx < 0) {
+		err = bm_error(ENOSPC, "%s already has %d components", m->name,
+		               BM_MAX_COMPONENTS);
+		goto out;
+	}
+	err = bm_backend_open(path, true, &be);
+	if (err < 0) {
+		err = bm_error(err, "%s", bm_last_error());
+		goto out;
+	}
+	err = check_new(m, path, be, p);
+	if (err < 0)
+		goto out;
+
+	/* Build the slot while nobody can see it. */
+	c = &m->comp[idx];
+	atomic_store(&c->state, BM_CS_REMOVED);
+	c->index = idx;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	c->nretired = 0;
+	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->head_pos, 0);
+	atomic_store(&c->read_errors, 0);
+	atomic_fetch_add(&c->epoch, 1);
+	c->label_stale = false;
+	c->hang_warned = false;
+	c->retry_at_ms = 0;
+	c->retry_delay_ms = 0;
+	zero_stats(&c->stats);
+	bm_set_why(m, c, "%s", p->inactive ? "inactive" : "");
+
+	/* Ours before anything else is written to it. */
+	err = bm_lease_add(m, idx, be);
+	if (err < 0)
+		goto out;
+
+	pthread_mutex_lock(&m->meta_lock);
+	new_label(m, be, p, &c->label);
+	c->be = be;
+	/* The label says SYNCHRONIZING from 0 (or INACTIVE) before any
+	 * client write can reach it. */
+	err = bm_meta_write_label(m, c);
+	if (err < 0) {
+		c->be = NULL;
+		pthread_mutex_unlock(&m->meta_lock);
+		bm_lease_drop(m, idx);
+		err = bm_error(err, "%s: cannot write its label: %s", path,
+		               strerror(-err));
+		goto out;
+	}
+	/* Publish: the state, then (a new slot) ncomp. */
+	atomic_store(&c->state, p->inactive ? BM_CS_ABSENT : BM_CS_SYNCHRONIZING);
+	if (idx == m->ncomp)
+		atomic_store(&m->ncomp, idx + 1);
+	be = NULL; /* the slot owns it */
+	update_degraded_locked(m);
+	if (relabel_all_locked(m) < 0)
+		fprintf(stderr, "blkmirror: %s: a label could not be updated "
+		        "after inserting %s\n", m->name, path);
+	pthread_mutex_unlock(&m->meta_lock);
+	fprintf(stderr, "blkmirror: %s: inserted %s (%s, priority %u)\n",
+	        m->name, path, p->inactive ? "INACTIVE" : "SYNCHRONIZING",
+	        p->priority);
+	if (!p->inactive)
+		bm_sync_kick(m);
+	err = 0;
+out:
+	if (be)
+		be->ops->close(be);
+	pthread_mutex_unlock(&m->live_lock);
+	return err;
+}
+
+/* Waits until nothing uses c (bm_comp_get callers, requests in flight).
+ * After io-timeout + 5 s its backend is aborted (what it holds ends with
+ * an error) and waited for as long again.  True when idle. */
+static bool drain_comp(struct bm_mirror *m, struct bm_component *c)
+{
+	long long limit = atomic_load(&m->io_timeout_ms) + DRAIN_EXTRA_MS;
+	long long start = bm_now_ms();
+	bool aborted = false;
+
+	for (;;) {
+		if (atomic_load(&c->users) == 0 && atomic_load(&c->inflight) == 0 &&
+		    atomic_load(&m->sync_target) != c)
+			return true;
+		long long waited = bm_now_ms() - start;
+		if (waited > limit && !aborted) {
+			pthread_mutex_lock(&m->meta_lock);
+			if (c->be && c->be->ops->abort)
+				c->be->ops->abort(c->be);
+			pthread_mutex_unlock(&m->meta_lock);
+			aborted = true;
+		} else if (waited > 2 * limit) {
+			return false;
+		}
+		usleep(2000);
+	}
+}
+
+/* Zeroes the lease and the label of be when it still carries the label
+ * of this component.  0, or -errno with bm_last_error(). */
+static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
+                          uint64_t component_id)
+{
+	struct bm_label l;
+	uint8_t *zero;
+	int err = bm_label_read_be(be, &l);
+
+	if (err < 0)
+		return err;
+	/* component_id 0: absent since the start, its label never read */
+	if (l.mirror_id != m->mirror_id ||
+	    (component_id && l.component_id != component_id))
+		return bm_error(ESTALE, "it now carries another label (mirror "
+		                "'%s')", l.name);
+	if (posix_memalign((void **)&zero, 4096, BM_LEASE_SIZE + BM_LABEL_SIZE))
+		return bm_error(ENOMEM, "out of memory");
+	memset(zero, 0, BM_LEASE_SIZE + BM_LABEL_SIZE);
+	err = bm_backend_io_wait_timeout(be, BM_BOP_WRITE, zero,
+	                                 BM_LEASE_SIZE + BM_LABEL_SIZE,
+	                                 bm_lease_offset(be->size), 0,
+	                                 atomic_load(&m->io_timeout_ms));
+	if (err == 0)
+		err = bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 atomic_load(&m->io_timeout_ms));
+	free(zero);
+	return err < 0 ? bm_error(err, "%s", strerror(-err)) : 0;
+}
+
+/* Clears the label of a component that left (its backend closed): through
+ * a fresh open of its path. */
+static int clear_label(struct bm_mirror *m, const char *path,
+                       uint64_t component_id)
+{
+	struct bm_backend *be;
+	int err = -EBUSY;
+
+	/* A reconnect that raced the removal may hold it a moment. */
+	for (int tries = 0; tries < 20 && err == -EBUSY; tries++) {
+		if (tries)
+			usleep(100000);
+		err = bm_backend_open(path, true, &be);
+	}
+	if (err < 0)
+		return err;
+	err = clear_label_on(m, be, component_id);
+	if (err < 0 && be->ops->abort)
+		be->ops->abort(be);
+	be->ops->close(be);
+	return err;
+}
+
+#define REPORT(...)                                                        \
+	do {                                                               \
+		int n_ = snprintf(report + used, used < len ? len - used : 0, \
+		                  __VA_ARGS__);                            \
+		if (n_ > 0)                                                \
+			used += (size_t)n_;                                \
+	} while (0)
+
+/* Takes the components in mask out of service (already REMOVED): drains
+ * them, stops their leases, closes their backends, clears their labels
+ * when clear.  Caller holds live_lock. */
+static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
+                     const int *was, bool clear, char *report, size_t len,
+                     size_t used)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		struct bm_component *c = &m->comp[i];
+		bool idle = drain_comp(m, c);
+		bm_lease_drop(m, i);
+		struct bm_backend *be = NULL, *old[4];
+		int nold;
+		pthread_mutex_lock(&m->meta_lock);
+		if (idle) {
+			be = c->be;
+			c->be = NULL;
+		}
+		nold = idle ? c->nretired : 0;
+		for (int k = 0; k < nold; k++)
+			old[k] = c->retired[k];
+		if (idle)
+			c->nretired = 0;
+		pthread_mutex_unlock(&m->meta_lock);
+		for (int k = 0; k < nold; k++)
+			old[k]->ops->close(old[k]);
+		if (!idle) {
+			/* Leaves the backend to the mirror's close. */
+			REPORT("%s: removed; it did not finish its requests, so its "
+			       "label was left (it is stale)\n", c->path);
+			continue;
+		}
+		int err = -ENODEV;
+		if (clear && be && (was[i] == BM_CS_ACTIVE ||
+		                    was[i] == BM_CS_SYNCHRONIZING) &&
+		    atomic_load(&be->detached) == 0)
+			err = clear_label_on(m, be, ids[i]);
+		if (be) {
+			if ((err < 0 || atomic_load(&be->detached) > 0) &&
+			    be->ops->abort)
+				be->ops->abort(be);
+			be->ops->close(be);
+		}
+		if (clear && err < 0)
+			err = clear_label(m, c->path, ids[i]);
+		if (!clear)
+			REPORT("%s: forgotten (%s); its label stays, stale\n",
+			       c->path, bm_comp_state_name(was[i]));
+		else if (err == 0)
+			REPORT("%s: removed; its label is cleared\n", c->path);
+		else
+			REPORT("%s: removed; its label was left (it is stale): "
+			       "%s\n", c->path, bm_last_error());
+		fprintf(stderr, "blkmirror: %s: %s %s\n", m->name, c->path,
+		        clear ? "removed" : "forgotten");
+	}
+	return used;
+}
+
+int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
+                     char *report, size_t len)
+{
+	uint64_t ids[BM_MAX_COMPONENTS];
+	int was[BM_MAX_COMPONENTS];
+	uint32_t mask = 0;
+	size_t used = 0;
+	int err = 0, active_left = 0, active_removed = 0;
+
+	if (len)
+		report[0] = '\0';
+	pthread_mutex_lock(&m->live_lock);
+	for (size_t k = 0; k < n; k++) {
+		int i = find_path(m, paths[k]);
+		if (i < 0) {
+			err = bm_error(ENOENT, "%s is not a component of %s",
+			               paths[k], m->name);
+			goto out;
+		}
+		mask |= 1u << i;
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++) {
+		int s = atomic_load(&m->comp[i].state);
+		if (s != BM_CS_ACTIVE)
+			continue;
+		if (mask & (1u << i))
+			active_removed++;
+		else
+			active_left++;
+	}
+	if (active_removed && !active_left) {
+		const char *which = "";
+		for (int i = 0; i < m->ncomp && !which[0]; i++)
+			if ((mask & (1u << i)) &&
+			    atomic_load(&m->comp[i].state) == BM_CS_ACTIVE)
+				which = m->comp[i].path;
+		pthread_mutex_unlock(&m->meta_lock);
+		err = bm_error(EBUSY, "removing %s%s would leave %s with no ACTIVE "
+		               "(up-to-date) component: that loses the data; insert "
+		               "another and let it synchronize first", which,
+		               active_removed > 1 ? " and the other ACTIVE ones" : "",
+		               m->name);
+		goto out;
+	}
+	bool departed = false;
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		struct bm_component *c = &m->comp[i];
+		was[i] = atomic_load(&c->state);
+		ids[i] = c->label.component_id;
+		departed |= was[i] == BM_CS_ACTIVE ||
+		            was[i] == BM_CS_SYNCHRONIZING;
+		atomic_store(&c->state, BM_CS_REMOVED);
+	}
+	/* Its label may not be cleared (unreachable): then it must never pass
+	 * for current again. */
+	if (departed)
+		m->genid++;
+	update_degraded_locked(m);
+	if (relabel_all_locked(m) < 0)
+		fprintf(stderr, "blkmirror: %s: a label could not be updated "
+		        "after a removal\n", m->name);
+	pthread_mutex_unlock(&m->meta_lock);
+	used = retire(m, mask, ids, was, true, report, len, used);
+out:
+	pthread_mutex_unlock(&m->live_lock);
+	return err;
+}
+
+int bm_mirror_forget_gone(bm_mirror *m, char *report, size_t len)
+{
+	uint64_t ids[BM_MAX_COMPONENTS];
+	int was[BM_MAX_COMPONENTS], count = 0;
+	uint32_t mask = 0;
+
+	if (len)
+		report[0] = '\0';
+	pthread_mutex_lock(&m->live_lock);
+	pthread_mutex_lock(&m->meta_lock);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		if (s != BM_CS_ABSENT && s != BM_CS_DISCONNECTED &&
+		    s != BM_CS_FAILED)
+			continue;
+		if (s == BM_CS_ABSENT && c->be &&
+		    (c->label.component_flags & BM_CF_INACTIVE))
+			continue; /* inserted INACTIVE: connected */
+		was[i] = s;
+		ids[i] = c->label.component_id;
+		atomic_store(&c->state, BM_CS_REMOVED);
+		mask |= 1u << i;
+		count++;
+	}
+	if (count) {
+		/* Their labels may hold the current genid (absent at start):
+		 * now they are stale. */
+		m->genid++;
+		update_degraded_locked(m);
+		if (relabel_all_locked(m) < 0)
+			fprintf(stderr, "blkmirror: %s: a label could not be "
+			        "updated after forget\n", m->name);
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	if (count)
+		retire(m, mask, ids, was, false, report, len, 0);
+	pthread_mutex_unlock(&m->live_lock);
+	return count;
+}
+
+int bm_mirror_paths(bm_mirror *m, char **paths, size_t *n)
+{
+	*n = 0;
+	pthread_mutex_lock(&m->live_lock);
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!bm_comp_present(&m->comp[i]))
+			continue;
+		paths[*n] = strdup(m->comp[i].path);
+		if (!paths[*n]) {
+			for (size_t k = 0; k < *n; k++)
+				free(paths[k]);
+			*n = 0;
+			pthread_mutex_unlock(&m->live_lock);
+			return -ENOMEM;
+		}
+		(*n)++;
+	}
+	pthread_mutex_unlock(&m->live_lock);
+	return 0;
+}
