@@ -87,5 +87,14 @@ int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_deactivate(int argc, char **argv);
+int cmd_activate(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
+/* cmd_rebuild.c: configure -p (0..255; prints the error and returns 2),
+ * the control commands deactivate/activate/rebuild/priority. */
+int parse_priority_arg(const char *s, int *out);
+int configure_priority(const char *name, const char *component, int priority);
+int ctl_component_state(bm_mirror *m, const char *name, const char *cmd,
+                        char *out, size_t len);
 
 #endif

@@ -22,10 +22,13 @@ static const struct verb {
 	{"list", cmd_list, "list [NAME...]"},
 	{"dump", cmd_dump, "dump COMPONENT..."},
 	{"clear", cmd_clear, "clear COMPONENT..."},
-	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME"},
+	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME | -p PRIORITY NAME COMPONENT"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"deactivate", cmd_deactivate, "deactivate NAME COMPONENT"},
+	{"activate", cmd_activate, "activate [--wait] NAME COMPONENT"},
+	{"rebuild", cmd_rebuild, "rebuild [--wait] NAME COMPONENT"},
 };
 
 int cli_fail(const char *fmt, ...)

@@ -244,6 +244,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	return 0;
 }
 
+int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
+{
+	return reconnect(m, c);
+}
+
 static void reconnect_due(struct bm_mirror *m)
 {
 	long long now = bm_now_ms();
