@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -149,6 +150,26 @@ out:
 	return err;
 }
 
+/*
+ * Requests of an INACTIVE component's active days normally end within
+ * milliseconds: waits up to ms for them, polling, as nothing signals the
+ * last one.  Returns how many are left (a component that hangs keeps
+ * them; the watchdog does not watch an INACTIVE one: activate is refused).
+ */
+#define DRAIN_WAIT_MS 2000
+static int wait_idle(struct bm_component *c, int ms)
+{
+	struct timespec nap = {0, 2 * 1000 * 1000};
+
+	for (int waited = 0;; waited += 2) {
+		int busy = atomic_load(&c->inflight) +
+		           atomic_load(&c->be->detached);
+		if (busy <= 0 || waited >= ms)
+			return busy;
+		nanosleep(&nap, NULL);
+	}
+}
+
 /* The lease block of be still holds this server's lease (the pid and host
  * it writes, lease.c): no other server took the component meanwhile. */
 static int lease_is_ours(struct bm_mirror *m, struct bm_component *c,
@@ -224,8 +245,8 @@ int bm_mirror_activate(bm_mirror *m, const char *path)
 		                : "");
 	if (!c->be)
 		return bm_error(ENODEV, "%s is not open", c->path);
-	int busy = atomic_load(&c->inflight);
-	if (busy > 0 || atomic_load(&c->be->detached) > 0)
+	int busy = wait_idle(c, DRAIN_WAIT_MS);
+	if (busy > 0)
 		return bm_error(EBUSY, "%s still has %d request%s outstanding "
 		                "from before it was deactivated; try again",
 		                c->path, busy, busy == 1 ? "" : "s");
@@ -266,10 +287,14 @@ static int rebuild_failed(struct bm_mirror *m, struct bm_component *c)
 	if (err == -EBUSY)
 		return bm_error(EBUSY, "%s still has requests outstanding from "
 		                "before it failed; try again", c->path);
-	if (err < 0)
-		return bm_error(err, "cannot bring back %s: %s", c->path,
-		                bm_last_error()[0] ? bm_last_error()
-		                                   : strerror(-err));
+	if (err < 0) {
+		char why[sizeof(c->why)];
+		pthread_mutex_lock(&m->info_lock);
+		snprintf(why, sizeof(why), "%s", bm_last_error()[0]
+		         ? bm_last_error() : c->why[0] ? c->why : strerror(-err));
+		pthread_mutex_unlock(&m->info_lock);
+		return bm_error(err, "cannot bring back %s: %s", c->path, why);
+	}
 	return 0;
 }
 
