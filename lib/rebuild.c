@@ -8,8 +8,9 @@
  * deactivate  ACTIVE or SYNCHRONIZING -> INACTIVE.  The component stays in
  *     the mirror with its backend open, but is not read, written or copied.
  *     Its own label says INACTIVE first (assembly keeps it out on the next
- *     start), then the survivors record its departure (genid bump), as for
- *     a failure (meta.c), so its copy can never be taken for current.
+ *     start), then the others record its departure (genid bump), as for a
+ *     failure (meta.c), so its copy can never be taken for current; only
+ *     then does its state change (until then every write still reaches it).
  *     Writes already in flight on it are not waited for: a write whose
  *     sub-requests all succeeded is on every ACTIVE component too, and one
  *     that met a failure is decided (compio.c write_decide) by the
@@ -84,32 +85,27 @@ static void update_degraded_locked(struct bm_mirror *m)
 	m->degraded = count_state(m, BM_CS_ACTIVE) != m->ncomp;
 }
 
-/* Caller holds meta_lock.  The survivors record that c left (genid bump,
- * bm_meta_drop_locked's rule): one whose label cannot be written fails. */
-static void record_departure_locked(struct bm_mirror *m)
+/* Caller holds meta_lock.  The others in service record that c leaves
+ * (genid bump, bm_meta_drop_locked's rule): one whose label cannot be
+ * written fails.  Returns how many ACTIVE ones besides c are left. */
+static int record_departure_locked(struct bm_mirror *m, struct bm_component *c)
 {
-	bool recorded = false;
+	int left = 0;
 
 	BM_ASSERT_HELD(&m->meta_lock);
 	m->genid++;
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *s = &m->comp[i];
-		if (!in_service(atomic_load(&s->state)))
+		if (s == c || !in_service(atomic_load(&s->state)))
 			continue;
 		s->label.genid = m->genid;
 		if (bm_meta_write_label(m, s) < 0)
 			bm_meta_fail_locked(m, s, "cannot write its label");
 	}
 	for (int i = 0; i < m->ncomp; i++)
-		if (atomic_load(&m->comp[i].state) == BM_CS_ACTIVE &&
-		    !m->comp[i].label_stale)
-			recorded = true;
-	if (!recorded && !atomic_load(&m->meta_broken)) {
-		atomic_store(&m->meta_broken, true);
-		fprintf(stderr, "blkmirror: %s: cannot record a deactivation on "
-		        "any ACTIVE component; writes fail until a label write "
-		        "succeeds\n", m->name);
-	}
+		left += &m->comp[i] != c &&
+		        atomic_load(&m->comp[i].state) == BM_CS_ACTIVE;
+	return left;
 }
 
 int bm_mirror_deactivate(bm_mirror *m, const char *path)
@@ -134,16 +130,29 @@ int bm_mirror_deactivate(bm_mirror *m, const char *path)
 		               "it cannot be deactivated", c->path, m->name);
 		goto out;
 	}
-	/* From here no new request reaches it (bm_comp_get, compio.c). */
-	atomic_store(&c->state, BM_CS_INACTIVE);
-	bm_set_why(m, c, "deactivated");
+	/* On disk before the state changes: until then every write still
+	 * reaches c, so a crash in between loses nothing, and no write is
+	 * acknowledged without c before c's copy is marked as left behind
+	 * (INACTIVE in its label, an older genid than the others'). */
 	c->label.component_flags |= BM_CF_INACTIVE;
 	if (bm_meta_write_label(m, c) < 0)
 		fprintf(stderr, "blkmirror: %s: %s: cannot record INACTIVE in its "
 		        "label; it is copied in full at the next start\n",
 		        m->name, c->path);
+	if (record_departure_locked(m, c) == 0) {
+		/* the others failed their label writes: c is all there is */
+		c->label.component_flags &= ~BM_CF_INACTIVE;
+		c->label.genid = m->genid;
+		bm_meta_write_label(m, c);
+		err = bm_error(EIO, "cannot record the deactivation of %s: no "
+		               "other ACTIVE component could write its label; it "
+		               "stays in service", c->path);
+		goto out;
+	}
+	/* From here no new request reaches it (bm_comp_get, compio.c). */
+	atomic_store(&c->state, BM_CS_INACTIVE);
+	bm_set_why(m, c, "deactivated");
 	update_degraded_locked(m);
-	record_departure_locked(m);
 	fprintf(stderr, "blkmirror: %s: %s deactivated\n", m->name, c->path);
 out:
 	pthread_mutex_unlock(&m->meta_lock);
@@ -219,8 +228,12 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 	err = bm_meta_write_label(m, c);
 	if (err < 0) {
 		c->label.component_flags = flags;
-		return bm_error(err, "cannot write the label of %s: %s", c->path,
-		                strerror(-err));
+		err = bm_error(err, "cannot write the label of %s: %s", c->path,
+		               strerror(-err));
+		/* an ACTIVE one whose label is not current fails (meta.c) */
+		if (atomic_load(&c->state) == BM_CS_ACTIVE)
+			bm_meta_fail_locked(m, c, "cannot write its label");
+		return err;
 	}
 	atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 	bm_set_why(m, c, "%s", "");
