@@ -130,6 +130,10 @@ uninstall:
 bench: all
 	bench/run
 
+# The soak (scripts/soak, SOAK_SECONDS=N, default 180): not in check or CI.
+soak: all
+	scripts/soak
+
 clean:
 	rm -rf build build-san build-fuzz bin
 

@@ -107,5 +107,14 @@ int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
              size_t outlen);
 /* forget on a running mirror: 0 after printing what was forgotten. */
 int live_forget_running(const char *name);
+int cmd_deactivate(int argc, char **argv);
+int cmd_activate(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
+/* cmd_rebuild.c: configure -p (0..255; prints the error and returns 2),
+ * the control commands deactivate/activate/rebuild/priority. */
+int parse_priority_arg(const char *s, int *out);
+int configure_priority(const char *name, const char *component, int priority);
+int ctl_component_state(bm_mirror *m, const char *name, const char *cmd,
+                        char *out, size_t len);
 
 #endif

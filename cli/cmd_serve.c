@@ -130,6 +130,7 @@ static const ctl_extension ctl_extensions[] = {
 	ctl_progress,
 	ctl_check,
 	ctl_live,
+	ctl_component_state,
 };
 
 /* "progress": a line per component being copied:

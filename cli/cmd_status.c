@@ -35,7 +35,7 @@
 static const char status_usage[] = "usage: blkmirror status [--json] [NAME...]";
 static const char list_usage[] = "usage: blkmirror list [NAME...]";
 static const char configure_usage[] =
-	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME";
+	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME | -p PRIORITY NAME COMPONENT";
 static const char stop_usage[] =
 	"usage: blkmirror stop [-f] [--timeout SECONDS] NAME...";
 static const char forget_usage[] = "usage: blkmirror forget [-f] NAME...";
@@ -145,7 +145,7 @@ struct mirror_view {
 static void parse_row(const char *line, size_t w, struct mirror_view *v)
 {
 	static const char *const states[] = {"ACTIVE", "SYNCHRONIZING", "FAILED",
-	                                     "ABSENT"};
+	                                     "ABSENT", "INACTIVE"};
 	struct comp_view *c;
 	const char *path, *best = NULL, *st = NULL;
 
@@ -216,6 +216,8 @@ static void offline_view(char **paths, size_t n, struct mirror_view *v,
 		} else if (strncmp(d, "synchronizing ", 14) == 0) {
 			snprintf(c->state, sizeof(c->state), "SYNCHRONIZING");
 			c->sync_pct = atoi(d + 14);
+		} else if (strncmp(d, "inactive", 8) == 0) {
+			snprintf(c->state, sizeof(c->state), "INACTIVE");
 		} else {
 			snprintf(c->state, sizeof(c->state), "%s",
 			         strncmp(d, "dirty", 5) == 0 ? "DIRTY" : "CLEAN");
@@ -548,13 +550,13 @@ int cmd_list(int argc, char **argv)
 
 int cmd_configure(int argc, char **argv)
 {
-	static const char shortopts[] = ":b:s:h";
+	static const char shortopts[] = ":b:s:p:h";
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"io-timeout", required_argument, NULL, 'T'},
 		{NULL, 0, NULL, 0},
 	};
-	int balance = -1, opt, rc, r, lock_fd;
+	int balance = -1, priority = -1, opt, rc, r, lock_fd;
 	uint32_t slice = 0;
 	uint64_t io_timeout = 0;
 	bool io_timeout_set = false;
@@ -575,6 +577,10 @@ int cmd_configure(int argc, char **argv)
 			if (parse_slice_arg(optarg, &slice))
 				return EXIT_USAGE;
 			break;
+		case 'p':
+			if (parse_priority_arg(optarg, &priority))
+				return EXIT_USAGE;
+			break;
 		case 'T':
 			if (parse_io_timeout_arg(optarg, &io_timeout))
 				return EXIT_USAGE;
@@ -591,6 +597,10 @@ int cmd_configure(int argc, char **argv)
 			                  shortopts, argv);
 		}
 	}
+	if (priority >= 0) /* -p PRIORITY NAME COMPONENT, alone */
+		return balance >= 0 || slice || io_timeout_set || argc - optind != 2
+		       ? cli_usage("%s", configure_usage)
+		       : configure_priority(argv[optind], argv[optind + 1], priority);
 	if (argc - optind != 1 || (balance < 0 && !io_timeout_set) ||
 	    (slice && balance < 0))
 		return cli_usage("%s", configure_usage);

@@ -30,7 +30,7 @@ static const struct verb {
 	{"list", cmd_list, "list [NAME...]"},
 	{"dump", cmd_dump, "dump COMPONENT..."},
 	{"clear", cmd_clear, "clear COMPONENT..."},
-	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME"},
+	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME | -p PRIORITY NAME COMPONENT"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"insert", cmd_insert, "insert [-fi] [-p PRIORITY] [--wait] NAME COMPONENT..."},
@@ -43,6 +43,9 @@ static const struct verb {
 	{"detach", cmd_detach, "detach NAME|DEVICE"},
 	{"check", cmd_check, "check NAME"},
 	{"repair", cmd_repair, "repair NAME"},
+	{"deactivate", cmd_deactivate, "deactivate NAME COMPONENT"},
+	{"activate", cmd_activate, "activate [--wait] NAME COMPONENT"},
+	{"rebuild", cmd_rebuild, "rebuild [--wait] NAME COMPONENT"},
 };
 
 static int cmd_version(int argc, char **argv)

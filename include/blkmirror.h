@@ -205,6 +205,28 @@ int bm_mirror_check_report(bm_mirror *m, unsigned id, char *buf, size_t len);
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);
 
+/*
+ * A component's state on a running mirror (gmirror's verbs; lib/rebuild.c).
+ * component is its path as the mirror knows it, or another path of the
+ * same file or device.  Each returns 0 or -errno with a one-line message.
+ *  deactivate: ACTIVE/SYNCHRONIZING -> INACTIVE (kept, not used, recorded
+ *    in its label, so it stays INACTIVE across restarts); never the last
+ *    ACTIVE one; already INACTIVE: 0.
+ *  activate: INACTIVE -> SYNCHRONIZING, copied in full.
+ *  rebuild: copies it again in full: an ACTIVE one (not the only one), or
+ *    a FAILED one (reopened; its label must be this mirror's).
+ *  set_priority: its label's priority (prefer; the source after a crash).
+ */
+int bm_mirror_deactivate(bm_mirror *m, const char *component);
+int bm_mirror_activate(bm_mirror *m, const char *component);
+int bm_mirror_rebuild(bm_mirror *m, const char *component);
+int bm_mirror_set_priority(bm_mirror *m, const char *component,
+                           uint32_t priority);
+/* The same for a mirror that is not running: rewrites the priority in the
+ * label of component of mirror name (refused while a server holds it). */
+int bm_label_set_priority(const char *name, const char *component,
+                          uint32_t priority);
+
 #ifdef __cplusplus
 }
 #endif

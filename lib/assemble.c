@@ -319,6 +319,9 @@ int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 		snprintf(buf, len, "ABSENT: %s", bm_last_error());
 	else if (strcmp(l.name, name) != 0)
 		snprintf(buf, len, "ABSENT: belongs to mirror '%s'", l.name);
+	else if (l.component_flags & BM_CF_INACTIVE)
+		snprintf(buf, len, "inactive, genid %" PRIu64 ", syncid %" PRIu64,
+		         l.genid, l.syncid);
 	else if (l.component_flags & BM_CF_SYNCHRONIZING)
 		snprintf(buf, len, "synchronizing %d%%, genid %" PRIu64
 		         ", syncid %" PRIu64, (int)(l.sync_offset * 100 /
@@ -469,6 +472,10 @@ static int choose_states(struct bm_mirror *m, const char *name)
 		               c->label.syncid == m->syncid;
 		if (c == source) {
 			atomic_store(&c->state, BM_CS_ACTIVE);
+		} else if (c->label.component_flags & BM_CF_INACTIVE) {
+			/* kept open but out of service (rebuild.c) */
+			atomic_store(&c->state, BM_CS_INACTIVE);
+			snprintf(c->why, sizeof(c->why), "deactivated");
 		} else if (current && (c->label.component_flags &
 		                       BM_CF_SYNCHRONIZING) && !was_dirty) {
 			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
@@ -479,8 +486,6 @@ static int choose_states(struct bm_mirror *m, const char *name)
 		             (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC |
 		              BM_CF_INACTIVE))) {
 			atomic_store(&c->state, BM_CS_ACTIVE);
-		} else if (c->label.component_flags & BM_CF_INACTIVE) {
-			absent(c, "inactive");
 		} else {
 			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 			atomic_store(&c->sync_offset, 0);

@@ -207,6 +207,27 @@ static bool writable(struct bm_component *c)
 	return s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING;
 }
 
+/* Ours to keep: in service, or INACTIVE (deactivated: still open and
+ * still this server's; rebuild.c never replaces its backend then). */
+static bool held(struct bm_component *c)
+{
+	return writable(c) || atomic_load(&c->state) == BM_CS_INACTIVE;
+}
+
+/* bm_comp_get, INACTIVE components included; bm_comp_put after use. */
+static struct bm_backend *lease_get(struct bm_component *c)
+{
+	struct bm_backend *be = bm_comp_get(c);
+
+	if (be)
+		return be;
+	atomic_fetch_add(&c->users, 1);
+	if (atomic_load(&c->state) == BM_CS_INACTIVE && c->be)
+		return c->be;
+	atomic_fetch_sub(&c->users, 1);
+	return NULL;
+}
+
 /* Reads the raw lease block: 0 or the I/O error. */
 static int read_raw(struct bm_backend *be, uint8_t *buf)
 {
@@ -250,7 +271,7 @@ static int write_lease_to(struct lease_slot *s, struct bm_backend *be,
  * it while the component is away: bm_comp_get keeps it while we use it). */
 static int write_lease(struct lease_slot *s, uint32_t state)
 {
-	struct bm_backend *be = bm_comp_get(s->c);
+	struct bm_backend *be = lease_get(s->c);
 	int err;
 
 	if (!be)
@@ -325,9 +346,9 @@ static void renew(struct lease_slot *s)
 	uint64_t t0 = bm_now_ns();
 	int err;
 
-	if (s->lost || !writable(s->c))
+	if (s->lost || !held(s->c))
 		return;
-	struct bm_backend *be = bm_comp_get(s->c);
+	struct bm_backend *be = lease_get(s->c);
 	if (!be)
 		return;
 	err = read_raw(be, buf);
@@ -372,7 +393,7 @@ static void *renew_main(void *arg)
 	}
 	clean = k->clean_on_stop && !s->stop;
 	pthread_mutex_unlock(&k->lock);
-	if (clean && !s->lost && writable(s->c)) {
+	if (clean && !s->lost && held(s->c)) {
 		s->seq++;
 		int err = write_lease(s, BM_LEASE_CLEAN);
 		if (err < 0)
@@ -561,7 +582,7 @@ int bm_lease_start(struct bm_mirror *m)
 
 	for (int i = 0; i < m->ncomp; i++) {
 		struct lease_slot *s = &k->slot[i];
-		if (!s->c->be || !writable(s->c))
+		if (!s->c->be || !held(s->c))
 			continue;
 		s->held = true;
 		s->seq = 1;
@@ -593,7 +614,7 @@ void bm_lease_stop(struct bm_mirror *m, bool clean)
 		struct lease_slot *s = &k->slot[i];
 		if (s->running) {
 			pthread_join(s->thread, NULL);
-		} else if (s->held && clean && !s->lost && writable(s->c)) {
+		} else if (s->held && clean && !s->lost && held(s->c)) {
 			s->seq++;
 			write_lease(s, BM_LEASE_CLEAN);
 		}

@@ -348,7 +348,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	c->retry_at_ms = 0;
 	c->retry_delay_ms = 0;
 	zero_stats(&c->stats);
-	bm_set_why(m, c, "%s", p->inactive ? "inactive" : "");
+	bm_set_why(m, c, "%s", p->inactive ? "inserted inactive" : "");
 
 	/* Ours before anything else is written to it. */
 	err = bm_lease_add(m, idx, be);
@@ -370,7 +370,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		goto out;
 	}
 	/* Publish: the state, then (a new slot) ncomp. */
-	atomic_store(&c->state, p->inactive ? BM_CS_ABSENT : BM_CS_SYNCHRONIZING);
+	atomic_store(&c->state, p->inactive ? BM_CS_INACTIVE : BM_CS_SYNCHRONIZING);
 	if (idx == m->ncomp)
 		atomic_store(&m->ncomp, idx + 1);
 	be = NULL; /* the slot owns it */
@@ -516,7 +516,8 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 		}
 		int err = -ENODEV;
 		if (clear && be && (was[i] == BM_CS_ACTIVE ||
-		                    was[i] == BM_CS_SYNCHRONIZING) &&
+		                    was[i] == BM_CS_SYNCHRONIZING ||
+		                    was[i] == BM_CS_INACTIVE) &&
 		    atomic_load(&be->detached) == 0)
 			err = clear_label_on(m, be, ids[i]);
 		if (be) {
@@ -628,9 +629,6 @@ int bm_mirror_forget_gone(bm_mirror *m, char *report, size_t len)
 		if (s != BM_CS_ABSENT && s != BM_CS_DISCONNECTED &&
 		    s != BM_CS_FAILED)
 			continue;
-		if (s == BM_CS_ABSENT && c->be &&
-		    (c->label.component_flags & BM_CF_INACTIVE))
-			continue; /* inserted INACTIVE: connected */
 		was[i] = s;
 		ids[i] = c->label.component_id;
 		atomic_store(&c->state, BM_CS_REMOVED);

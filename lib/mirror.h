@@ -59,6 +59,7 @@ enum bm_comp_state {
 	BM_CS_REMOVED,       /* live.c: taken out of the mirror (remove,
 	                        forget): an empty slot, hidden everywhere;
 	                        reused by an insert once nothing refers to it */
+	BM_CS_INACTIVE,      /* deactivated (rebuild.c): open, not used */
 };
 
 /* The rules of the locking comment above, checked where they are relied
@@ -303,6 +304,9 @@ void bm_recover_kick(struct bm_mirror *m);
  * (after a read error there). */
 void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
                        uint32_t len);
+/* Reopens a FAILED component (meta_lock not held; nobody else may change
+ * it meanwhile) and makes it SYNCHRONIZING from 0, as a reconnect does. */
+int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c);
 
 /* balance.c: picks a readable component not in `exclude`, or -1. */
 int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,

@@ -178,8 +178,9 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	return 0;
 }
 
-/* One attempt to bring c back; 0 when it is SYNCHRONIZING again. */
-static int reconnect(struct bm_mirror *m, struct bm_component *c)
+/* One attempt to bring c back from state `from` (DISCONNECTED here, FAILED
+ * for rebuild.c); 0 when it is SYNCHRONIZING again. */
+static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 {
 	struct bm_backend *be = NULL, *old;
 	int err;
@@ -212,11 +213,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 		return err;
 	}
 	pthread_mutex_lock(&m->meta_lock);
-	if (atomic_load(&c->state) != BM_CS_DISCONNECTED) {
-		/* removed or forgotten meanwhile (live.c) */
+	if (atomic_load(&c->state) != from) {
+		/* changed meanwhile: not ours to bring back */
 		pthread_mutex_unlock(&m->meta_lock);
 		be->ops->close(be);
-		return -ECANCELED;
+		return bm_error(ECANCELED, "%s changed state meanwhile", c->path);
 	}
 	c->be = be;
 	atomic_store(&c->sync_offset, 0);
@@ -250,6 +251,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c)
 	return 0;
 }
 
+int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
+{
+	return reconnect(m, c, BM_CS_FAILED);
+}
+
 static void reconnect_due(struct bm_mirror *m)
 {
 	long long now = bm_now_ms();
@@ -265,7 +271,7 @@ static void reconnect_due(struct bm_mirror *m)
 		}
 		if (now < c->retry_at_ms)
 			continue;
-		int err = reconnect(m, c);
+		int err = reconnect(m, c, BM_CS_DISCONNECTED);
 		if (err == 0) {
 			c->retry_delay_ms = 0;
 			continue;

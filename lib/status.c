@@ -22,6 +22,7 @@ const char *bm_comp_state_name(int state)
 	case BM_CS_FAILED: return "FAILED";
 	case BM_CS_DISCONNECTED: return "DISCONNECTED";
 	case BM_CS_REMOVED: return "REMOVED";
+	case BM_CS_INACTIVE: return "INACTIVE";
 	default: return "ABSENT";
 	}
 }

@@ -33,7 +33,7 @@ out=$(bm insert -i m0 "$T/e") || fail "insert -i failed"
 grep -q "^m0: inserted $T/e (INACTIVE)$" <<<"$out" || fail "insert -i said '$out'"
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x72 0 4M' >/dev/null || fail "write failed"
 out=$(bm status m0) || true
-grep -q "$T/e (ABSENT: inactive)" <<<"$out" || fail "e not shown inactive: $out"
+grep -q "$T/e (INACTIVE: inserted inactive)" <<<"$out" || fail "e not shown inactive: $out"
 [ "$(file_sha "$T/e" $((63 * MIB)))" = "$sum_e" ] || fail "an INACTIVE component was written"
 bm dump "$T/e" | grep -q "^ *Flags:.*INACTIVE" || fail "e's label does not say INACTIVE"
 grep -qx "$T/e" "$BLKMIRROR_STATE_DIR/m0.components" || fail "e not in the state list"
@@ -43,7 +43,7 @@ grep -q "nothing to forget" <<<"$out" || fail "forget said '$out'"
 stop m0
 serve m0
 out=$(bm status m0) || true
-grep -q "$T/e (ABSENT: inactive)" <<<"$out" || fail "after restart e is not inactive: $out"
+grep -q "$T/e (INACTIVE: deactivated)" <<<"$out" || fail "after restart e is not inactive: $out"
 grep -q "$d0 (ACTIVE)" <<<"$out" || fail "after restart the export is not ACTIVE: $out"
 [ "$(file_sha "$T/e" $((63 * MIB)))" = "$sum_e" ] || fail "an INACTIVE component was written after restart"
 # the export goes away: forgotten, and its lease is no longer renewed
