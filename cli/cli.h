@@ -87,5 +87,9 @@ int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
+/* cmd_monitor.c: "events SINCE" and "components" (ctl_extension). */
+int ctl_events(bm_mirror *m, const char *name, const char *cmd, char *out,
+               size_t len);
 
 #endif

@@ -25,7 +25,8 @@ static const struct verb {
 	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
-	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
+	{"monitor", cmd_monitor, "monitor [--exec PROGRAM] [--oneshot] [--interval SECONDS] [NAME...]"},
+	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME | stat --prometheus NAME..."},
 };
 
 int cli_fail(const char *fmt, ...)
