@@ -73,6 +73,22 @@ static double ms_per(uint64_t ns, uint64_t ops)
 	return ops ? (double)ns / (double)ops / 1e6 : 0;
 }
 
+/* A JSON string: quote, backslash and control characters escaped. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
 static void print_table(const struct sample *a, const struct sample *b,
                         double wanted, bool deletes, bool json)
 {
@@ -96,12 +112,14 @@ static void print_table(const struct sample *a, const struct sample *b,
 		if (busy > 100)
 			busy = 100;
 		if (json) {
-			printf("%s{\"name\":\"%s\",\"queue\":%d,\"ops_s\":%.1f,"
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(y->name);
+			printf(",\"queue\":%d,\"ops_s\":%.1f,"
 			       "\"r_s\":%.1f,\"r_kBps\":%.1f,\"ms_r\":%.3f,"
 			       "\"w_s\":%.1f,\"w_kBps\":%.1f,\"ms_w\":%.3f,"
 			       "\"d_s\":%.1f,\"d_kBps\":%.1f,\"ms_d\":%.3f,"
 			       "\"busy_pct\":%.1f,\"errors\":%lu}",
-			       i ? "," : "", y->name, y->queue,
+			       y->queue,
 			       per_s(dr + dw + dd, dt), per_s(dr, dt),
 			       per_s(y->read_bytes - x->read_bytes, dt) / 1024,
 			       ms_per(y->read_ns - x->read_ns, dr), per_s(dw, dt),
