@@ -211,14 +211,14 @@ void bm_event_sync_ended(struct bm_mirror *m, struct bm_component *t,
 
 	if (result == -EAGAIN)
 		return;
-	if (result == 0)
+	if (result == 0 && s == BM_CS_ACTIVE)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_FINISHED, t->path,
 		              "%llu bytes copied; it is ACTIVE", off);
 	else if (result > 0)
 		bm_event_post(m, BM_SEV_NOTICE, BM_EV_SYNC_STOPPED, t->path,
 		              "stopped on request at offset %llu (it resumes "
 		              "from its last checkpoint)", off);
-	else if (s != BM_CS_SYNCHRONIZING)
+	else if (s != BM_CS_SYNCHRONIZING) /* failed out, or lost at the end */
 		bm_event_post(m, BM_SEV_WARNING, BM_EV_SYNC_STOPPED, t->path,
 		              "stopped at offset %llu: the component is %s",
 		              off, bm_comp_state_name(s));
