@@ -68,7 +68,8 @@ grep -q "^blkmirror_mirror_reads_total{mirror=\"m0\"} 0$" <<<"$out" || fail "mir
 # client reads show in the mirror's counters
 qemu-img convert -f raw -O raw "$(uri m0)" "$T/copy" 2>/dev/null || fail "cannot read the mirror"
 out=$(bm stat --prometheus m0)
-grep -q "^blkmirror_mirror_read_bytes_total{mirror=\"m0\"} 66060288$" <<<"$out" || fail "mirror read bytes: $out"
+read=$(sed -n 's/^blkmirror_mirror_read_bytes_total{mirror="m0"} //p' <<<"$out")
+[ "${read:-0}" -ge 66060288 ] || fail "mirror read bytes: $out"
 # --json: one sample, then exit
 json=$(timeout 20 "$BLKMIRROR" stat --json m0) || fail "stat --json did not exit by itself"
 [ "$(grep -c . <<<"$json")" -eq 1 ] || fail "not one sample: $json"
