@@ -116,5 +116,9 @@ int parse_priority_arg(const char *s, int *out);
 int configure_priority(const char *name, const char *component, int priority);
 int ctl_component_state(bm_mirror *m, const char *name, const char *cmd,
                         char *out, size_t len);
+int cmd_monitor(int argc, char **argv);
+/* cmd_monitor.c: "events SINCE" and "components" (ctl_extension). */
+int ctl_events(bm_mirror *m, const char *name, const char *cmd, char *out,
+               size_t len);
 
 #endif

@@ -131,6 +131,7 @@ static const ctl_extension ctl_extensions[] = {
 	ctl_check,
 	ctl_live,
 	ctl_component_state,
+	ctl_events,
 };
 
 /* "progress": a line per component being copied:

@@ -36,7 +36,6 @@ static const struct verb {
 	{"insert", cmd_insert, "insert [-fi] [-p PRIORITY] [--wait] NAME COMPONENT..."},
 	{"remove", cmd_remove, "remove NAME COMPONENT..."},
 	{"destroy", cmd_destroy, "destroy [-f] NAME"},
-	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME"},
 	{"version", cmd_version, "version"},
 	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
 	{"attach", cmd_attach, "attach [--device PATH] NAME"},
@@ -46,6 +45,8 @@ static const struct verb {
 	{"deactivate", cmd_deactivate, "deactivate NAME COMPONENT"},
 	{"activate", cmd_activate, "activate [--wait] NAME COMPONENT"},
 	{"rebuild", cmd_rebuild, "rebuild [--wait] NAME COMPONENT"},
+	{"monitor", cmd_monitor, "monitor [--exec PROGRAM] [--oneshot] [--interval SECONDS] [NAME...]"},
+	{"stat", cmd_stat, "stat [-db] [-I INTERVAL] [-c COUNT] [--json] NAME | stat --prometheus NAME..."},
 };
 
 static int cmd_version(int argc, char **argv)

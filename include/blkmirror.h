@@ -226,6 +226,58 @@ int bm_mirror_set_priority(bm_mirror *m, const char *component,
  * label of component of mirror name (refused while a server holds it). */
 int bm_label_set_priority(const char *name, const char *component,
                           uint32_t priority);
+/* ---- Events: a running mirror's state changes (lib/eventlog.c) -------- */
+
+/* Severities: syslog's numbers (LOG_CRIT ... LOG_INFO). */
+enum bm_severity {
+	BM_SEV_CRIT = 2,    /* the data is at risk now (writes refused, the
+	                       last copy in trouble) */
+	BM_SEV_ERR = 3,     /* a component failed, a copy stopped on an error */
+	BM_SEV_WARNING = 4, /* lost redundancy, a component went away */
+	BM_SEV_NOTICE = 5,  /* back to normal, an operator's action */
+	BM_SEV_INFO = 6,    /* progress: started, a copy began or ended */
+};
+/* "crit", "err", "warning", "notice", "info" (syslog's words). */
+const char *bm_severity_name(int severity);
+
+/* One event.  Strings are NUL-terminated, with no tab or newline. */
+struct bm_event_record {
+	uint64_t seq;           /* 1, 2, ... since the mirror started */
+	int64_t time_ms;        /* wall clock, ms since the epoch */
+	int severity;           /* enum bm_severity */
+	char event[32];         /* "ComponentFailed", "Degraded", ... */
+	char component[256];    /* its path ("" for the mirror); long paths
+	                           are cut */
+	char message[256];
+};
+
+/* Where the event log stands, for a follower. */
+struct bm_event_cursor {
+	uint64_t current;       /* the last event's seq (0: none yet) */
+	uint64_t instance;      /* random, new each time the mirror starts:
+	                           seqs restart at 1 */
+	uint64_t lost;          /* events after `since` the log no longer
+	                           holds (it keeps the last 1024) */
+};
+
+/* Copies the oldest events with seq > since (at most max) to out; returns
+ * how many.  Never waits on I/O. */
+int bm_mirror_events(bm_mirror *m, uint64_t since, struct bm_event_record *out,
+                     int max, struct bm_event_cursor *cur);
+
+/* One component as status shows it: its state's name ("ACTIVE",
+ * "SYNCHRONIZING", "FAILED", "DISCONNECTED", "ABSENT"), why it is out of
+ * service ("" when in service) and the copy's progress in percent (-1
+ * when not being copied).  Returns 1, or 0 when there is no component
+ * comp. */
+struct bm_component_info {
+	char path[4096];
+	char state[16];
+	char why[256];
+	int sync_percent;
+};
+int bm_mirror_component_info(bm_mirror *m, int comp,
+                             struct bm_component_info *out);
 
 #ifdef __cplusplus
 }

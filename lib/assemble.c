@@ -555,6 +555,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		pthread_condattr_destroy(&ca);
 	}
 	pthread_mutex_init(&m->info_lock, NULL);
+	bm_event_init(m);
 	atomic_init(&m->io_timeout_ms, BM_IO_TIMEOUT_MS_DEFAULT);
 	atomic_init(&m->read_error_limit, BM_READ_ERRORS_DEFAULT);
 	bm_rangelock_init(&m->rl);
@@ -612,6 +613,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		               strerror(-err));
 		goto fail;
 	}
+	bm_event_started(m);
 	err = bm_ev_start(m);
 	if (err < 0)
 		goto fail;
@@ -644,6 +646,7 @@ fail:
 	pthread_mutex_destroy(&m->info_lock);
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);
+	bm_event_free(m);
 	free(m);
 	return err;
 }
@@ -760,6 +763,7 @@ void bm_mirror_close(bm_mirror *m)
 	pthread_mutex_destroy(&m->info_lock);
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);
+	bm_event_free(m);
 	free(m);
 }
 

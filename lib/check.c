@@ -436,9 +436,10 @@ static void *job_main(void *arg)
 		free(bufs[i]);
 	finish(j, err ? JOB_FAILED : atomic_load(&j->cancel) ? JOB_CANCELLED
 	                                                    : JOB_DONE);
-	fprintf(stderr, "blkmirror: %s: %s %s\n", m->name,
-	        j->repair ? "repair" : "check",
-	        err ? "failed" : atomic_load(&j->cancel) ? "cancelled" : "done");
+	bm_event_post(m, err ? BM_SEV_WARNING : BM_SEV_INFO, BM_EV_CHECK_FINISHED,
+	              NULL, "%s %s", j->repair ? "repair" : "check",
+	              err ? "failed" : atomic_load(&j->cancel) ? "cancelled"
+	                                                       : "done");
 	return NULL;
 }
 

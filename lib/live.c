@@ -379,9 +379,10 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		fprintf(stderr, "blkmirror: %s: a label could not be updated "
 		        "after inserting %s\n", m->name, path);
 	pthread_mutex_unlock(&m->meta_lock);
-	fprintf(stderr, "blkmirror: %s: inserted %s (%s, priority %u)\n",
-	        m->name, path, p->inactive ? "INACTIVE" : "SYNCHRONIZING",
-	        p->priority);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_INSERTED, path,
+	              "inserted %s, priority %u",
+	              p->inactive ? "INACTIVE" : "SYNCHRONIZING", p->priority);
+	bm_event_redundancy(m);
 	if (!p->inactive)
 		bm_sync_kick(m);
 	err = 0;
@@ -536,8 +537,8 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 		else
 			REPORT("%s: removed; its label was left (it is stale): "
 			       "%s\n", c->path, bm_last_error());
-		fprintf(stderr, "blkmirror: %s: %s %s\n", m->name, c->path,
-		        clear ? "removed" : "forgotten");
+		bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_REMOVED, c->path,
+		              "%s", clear ? "removed" : "forgotten");
 	}
 	return used;
 }

@@ -131,18 +131,14 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 	if (!writable(c))
 		return;
 	if (atomic_load(&c->state) == BM_CS_ACTIVE && active_count(m) <= 1) {
-		fprintf(stderr, "blkmirror: %s: %s: %s; it is the last "
-		        "ACTIVE component, so it stays in service\n",
-		        m->name, c->path, why);
+		bm_event_post(m, BM_SEV_CRIT, BM_EV_LAST_COMPONENT_ERROR, c->path, "%s; it is the last ACTIVE component, so it stays in service", why);
 		return;
 	}
 	atomic_store(&c->state, state);
 	assert(active_count(m) >= 1 ||
 	       state != BM_CS_FAILED || !"the last ACTIVE component failed");
 	bm_set_why(m, c, "%s", why);
-	fprintf(stderr, "blkmirror: %s: component %s %s: %s\n", m->name,
-	        c->path, state == BM_CS_DISCONNECTED ? "disconnected" : "failed",
-	        why);
+	bm_event_post(m, state == BM_CS_DISCONNECTED ? BM_SEV_WARNING : BM_SEV_ERR, state == BM_CS_DISCONNECTED ? BM_EV_COMPONENT_DISCONNECTED : BM_EV_COMPONENT_FAILED, c->path, "%s", why);
 	/* No new request reaches it; whatever it still holds ends soon. */
 	if (c->be && c->be->ops->abort)
 		c->be->ops->abort(c->be);
@@ -162,10 +158,9 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 	 * win at the next assembly. */
 	if (!recorded_somewhere(m) && !atomic_load(&m->meta_broken)) {
 		atomic_store(&m->meta_broken, true);
-		fprintf(stderr, "blkmirror: %s: cannot record the failure on any "
-		        "ACTIVE component; writes fail until a label write "
-		        "succeeds\n", m->name);
+		bm_event_post(m, BM_SEV_CRIT, BM_EV_WRITES_REFUSED, NULL, "cannot record the failure on any ACTIVE component; writes fail until a label write succeeds");
 	}
+	bm_event_redundancy(m);
 	if (c->be && state == BM_CS_DISCONNECTED)
 		bm_recover_kick(m);
 }
@@ -205,8 +200,7 @@ int bm_meta_write_all_labels(struct bm_mirror *m)
 	if (first_err == 0 && atomic_load(&m->meta_broken) &&
 	    recorded_somewhere(m)) {
 		atomic_store(&m->meta_broken, false);
-		fprintf(stderr, "blkmirror: %s: labels are written again; "
-		        "writes resume\n", m->name);
+		bm_event_post(m, BM_SEV_NOTICE, BM_EV_WRITES_RESUMED, NULL, "labels are written again; writes resume");
 	}
 	return first_err;
 }

@@ -245,6 +245,17 @@ struct bm_mirror {
 	/* check/repair (check.c): the job and its report, created by the
 	 * first start, cancelled, joined and freed by bm_check_stop */
 	struct bm_check *_Atomic check;
+
+	/* Event log (eventlog.c): every state change, kept for followers
+	 * (`blkmirror monitor`) and logged to stderr as one line.
+	 * evlog_lock protects the ring and the fields below; it is held only
+	 * to copy a record in or out (no I/O, no other lock taken inside),
+	 * so posting under meta_lock never makes a reader wait for long. */
+	pthread_mutex_t evlog_lock;
+	struct bm_event_record *evlog;  /* BM_EVLOG_SIZE records, a ring */
+	uint64_t evlog_seq;             /* the last posted */
+	uint64_t evlog_instance;        /* random at open */
+	bool evlog_degraded;            /* the last Degraded/Complete said */
 };
 
 /* assemble.c: a random nonzero id; the label of an open component. */
@@ -325,6 +336,46 @@ void bm_sync_free(struct bm_mirror *m);
  * the "Note:" line status shows while one runs (bytes, like snprintf). */
 void bm_check_stop(struct bm_mirror *m);
 int bm_check_status_note(struct bm_mirror *m, char *buf, size_t len);
+/* eventlog.c: posting events (never blocks on I/O; may be called under
+ * meta_lock).  Event names, one word each: */
+#define BM_EVLOG_SIZE 1024
+#define BM_EV_STARTED "Started"                 /* the mirror serves */
+#define BM_EV_DEGRADED "Degraded"               /* a component is not ACTIVE */
+#define BM_EV_COMPLETE "Complete"               /* every one ACTIVE again */
+#define BM_EV_COMPONENT_FAILED "ComponentFailed"
+#define BM_EV_COMPONENT_DISCONNECTED "ComponentDisconnected"
+#define BM_EV_COMPONENT_BACK "ComponentBack"     /* reconnected */
+#define BM_EV_LAST_COMPONENT_ERROR "LastComponentError" /* kept in service */
+#define BM_EV_SYNC_STARTED "SyncStarted"
+#define BM_EV_SYNC_FINISHED "SyncFinished"
+#define BM_EV_SYNC_STOPPED "SyncStopped"         /* the message says why */
+#define BM_EV_READ_ERROR_REPAIRED "ReadErrorRepaired"
+#define BM_EV_WRITES_REFUSED "WritesRefused"     /* no label can be written */
+#define BM_EV_WRITES_RESUMED "WritesResumed"
+#define BM_EV_COMPONENT_INSERTED "ComponentInserted"
+#define BM_EV_COMPONENT_REMOVED "ComponentRemoved"
+#define BM_EV_COMPONENT_DEACTIVATED "ComponentDeactivated"
+#define BM_EV_COMPONENT_ACTIVATED "ComponentActivated"
+#define BM_EV_CHECK_FINISHED "CheckFinished"
+#define BM_EV_COMPONENT_REBUILDING "ComponentRebuilding"
+int bm_event_init(struct bm_mirror *m);
+void bm_event_free(struct bm_mirror *m);
+/* Records an event and logs "blkmirror: MIRROR: SEVERITY: EVENT
+ * [COMPONENT]: MESSAGE" to stderr.  component: a path or NULL.  The same
+ * event repeated within 10 s is kept once. */
+void bm_event_post(struct bm_mirror *m, int severity, const char *event,
+                   const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Posts Degraded or Complete when the mirror's redundancy changed since
+ * the last one said (call after any component state change). */
+void bm_event_redundancy(struct bm_mirror *m);
+/* At the end of assembly: Started, then Degraded if it is. */
+void bm_event_started(struct bm_mirror *m);
+/* After sync.c's copy of t ended with sync_one's result (0 done, 1
+ * stopped on request, -EAGAIN not started, other < 0 an error):
+ * SyncFinished or SyncStopped with why. */
+void bm_event_sync_ended(struct bm_mirror *m, struct bm_component *t,
+                         int result);
 
 /* io.c: the entry point. */
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io);

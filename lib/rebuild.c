@@ -156,7 +156,9 @@ static int deactivate_serialized(bm_mirror *m, const char *path)
 	atomic_store(&c->state, BM_CS_INACTIVE);
 	bm_set_why(m, c, "deactivated");
 	update_degraded_locked(m);
-	fprintf(stderr, "blkmirror: %s: %s deactivated\n", m->name, c->path);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_DEACTIVATED, c->path,
+	              "deactivated: neither read nor written until activated");
+	bm_event_redundancy(m);
 out:
 	pthread_mutex_unlock(&m->meta_lock);
 	return err;
@@ -277,8 +279,8 @@ static int activate_serialized(bm_mirror *m, const char *path)
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)
 		return err;
-	fprintf(stderr, "blkmirror: %s: %s activated; synchronizing it\n",
-	        m->name, c->path);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_ACTIVATED, c->path,
+	              "activated; copying it in full");
 	bm_sync_kick(m);
 	return 0;
 }
@@ -357,7 +359,9 @@ static int rebuild_serialized(bm_mirror *m, const char *path)
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)
 		return err;
-	fprintf(stderr, "blkmirror: %s: rebuilding %s\n", m->name, c->path);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_REBUILDING, c->path,
+	              "rebuild: copying it again in full");
+	bm_event_redundancy(m);
 	bm_sync_kick(m);
 	return 0;
 }

@@ -139,9 +139,7 @@ static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 		return;
 	}
 	int n = atomic_fetch_add(&c->read_errors, 1) + 1;
-	fprintf(stderr, "blkmirror: %s: %s: read error at offset %llu, length "
-	        "%u: rewritten from a good copy (%d so far)\n", m->name, c->path,
-	        (unsigned long long)rp->off, rp->len, n);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_READ_ERROR_REPAIRED, c->path, "read error at offset %llu, length %u: rewritten from a good copy (%d so far)", (unsigned long long)rp->off, rp->len, n);
 	if (n > atomic_load(&m->read_error_limit)) {
 		snprintf(why, sizeof(why), "%d read errors (more than %d)", n,
 		         atomic_load(&m->read_error_limit));
@@ -245,8 +243,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)
 		return err;
-	fprintf(stderr, "blkmirror: %s: %s is back; synchronizing it\n",
-	        m->name, c->path);
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_BACK, c->path, "it answers again with its label; copying it again");
 	bm_sync_kick(m);
 	return 0;
 }

@@ -137,8 +137,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 	uint64_t off = atomic_load(&t->sync_offset);
 	uint64_t since_checkpoint = 0;
 
-	fprintf(stderr, "blkmirror: %s: synchronizing %s from offset %llu\n",
-	        m->name, t->path, (unsigned long long)off);
+	bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path, "copying from offset %llu of %llu", (unsigned long long)off, (unsigned long long)m->size);
 	while (off < m->size) {
 		if (atomic_load(&m->sync_stop))
 			return 1;
@@ -155,7 +154,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 			         "sync of %s stopped: no component could read "
 			         "offset %llu", t->path, (unsigned long long)off);
 			pthread_mutex_unlock(&m->info_lock);
-			fprintf(stderr, "blkmirror: %s: %s\n", m->name, m->sync_error);
 			return err;
 		}
 		uint64_t t0 = bm_now_ns();
@@ -208,7 +206,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 		    bm_comp_present(&m->comp[i]))
 			m->degraded = true;
 	pthread_mutex_unlock(&m->meta_lock);
-	fprintf(stderr, "blkmirror: %s: %s is synchronized\n", m->name, t->path);
 	return 0;
 }
 
@@ -235,6 +232,7 @@ static void *sync_main(void *arg)
 		       (t = next_target(m)) != NULL) {
 			atomic_store(&m->sync_running, true);
 			int err = sync_one(m, t, buf);
+			bm_event_sync_ended(m, t, err);
 			atomic_store(&m->sync_target, NULL);
 			atomic_store(&m->sync_running, false);
 			if (err == -EAGAIN)

@@ -29,7 +29,7 @@ done
 wait $writer || fail "the writer failed"
 grep -q "failed 0" "$T/writer.out" || fail "client writes failed: $(cat "$T/writer.out")"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
-[ "$(grep -c "synchronizing $T/b from offset 0" "$T/m0.log")" -eq 2 ] ||
+[ "$(grep -c "SyncStarted $T/b: copying from offset 0 " "$T/m0.log")" -eq 2 ] ||
   fail "b not copied from offset 0 twice: $(cat "$T/m0.log")"
 stop m0
 same_data "$T/a" "$T/b"

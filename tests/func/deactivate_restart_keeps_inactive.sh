@@ -34,7 +34,7 @@ out=$(bm status m0) || fail "not COMPLETE after activate --wait: $out"
 wait $writer || fail "the writer failed"
 grep -q "failed 0" "$T/writer.out" || fail "client writes failed: $(cat "$T/writer.out")"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
-grep -q "synchronizing $T/c from offset 0" "$T/m0.log" || fail "c not copied from offset 0"
+grep -q "SyncStarted $T/c: copying from offset 0 " "$T/m0.log" || fail "c not copied from offset 0"
 stop m0
 same_data "$T/a" "$T/b"
 same_data "$T/a" "$T/c"

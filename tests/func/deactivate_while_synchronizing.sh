@@ -21,10 +21,10 @@ out=$(bm list m0)
 grep -A12 "Name: nbd" <<<"$out" | grep -q "Flags: .*INACTIVE" || fail "label not INACTIVE: $out"
 bm activate --wait m0 "$(disk_uri slow)" >/dev/null || fail "activate --wait failed"
 stop m0
-[ "$(grep -c "synchronizing .*slow.disk.sock from offset 0" "$T/m0.log")" -eq 2 ] ||
+[ "$(grep -c "SyncStarted .*slow.disk.sock: copying from offset 0 " "$T/m0.log")" -eq 2 ] ||
   fail "not copied from 0 again: $(cat "$T/m0.log")"
 # the first copy never finished (it let go at the deactivation)
-[ "$(grep -c "slow.disk.sock is synchronized" "$T/m0.log")" -eq 1 ] ||
+[ "$(grep -c "SyncFinished .*slow.disk.sock:" "$T/m0.log")" -eq 1 ] ||
   fail "the copy went on after the deactivation: $(cat "$T/m0.log")"
 nbdcopy "$(disk_uri slow)" "$T/slow.img"
 cmp -n $(data_size "$T/a") "$T/a" "$T/slow.img" || fail "copies differ"

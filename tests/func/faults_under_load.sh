@@ -31,7 +31,7 @@ answer c                                          # c answers again
 wait $writer || { cat "$T/writer.out"; fail "the writer failed"; }
 cat "$T/writer.out"
 grep -q "failed 0$" "$T/writer.out" || { tail -n 20 "$T/m0.log"; fail "the client saw errors"; }
-grep -q "DISCONNECTED\|disconnected" "$T/m0.log" || fail "no fault happened during the load"
+grep -q "DISCONNECTED\|ComponentDisconnected" "$T/m0.log" || fail "no fault happened during the load"
 wait_complete m0
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
 stop m0

@@ -21,7 +21,7 @@ out=$(bm status m0) && fail "status exited 0 while DEGRADED: $out"
 echo "$out" | grep -q "d1.disk.sock (FAILED: another server took over its lease (host otherhost, pid 4242" ||
   fail "d1 not failed with the intruder named: $out"
 echo "$out" | grep -q "d0.disk.sock (ACTIVE)" || fail "d0 not ACTIVE: $out"
-grep -q "component .*d1.disk.sock failed: another server took over its lease" "$T/m0.log" ||
+grep -q "ComponentFailed .*d1.disk.sock: another server took over its lease" "$T/m0.log" ||
   fail "takeover not logged"
 # the intruder's lease stays as it wrote it; ours on d0 goes on moving
 forged=$(lt dump "$(disk_uri d1)")

@@ -30,6 +30,6 @@ grep -q "r.sock (DISCONNECTED" <<<"$out" || fail "not DISCONNECTED: $out"
 qemu-io -f raw "$u" -c 'write -P 0x33 2M 1M' >/dev/null || fail "write while away failed"
 start_r
 wait_complete m0
-grep -q "is back; synchronizing" "$T/m0.log" || fail "no reconnect in the log"
+grep -q "ComponentBack .*r.sock: " "$T/m0.log" || fail "no reconnect in the log"
 stop m0
 cmp -n $((31 * MIB)) "$T/a" "$T/r.img" || fail "copies differ after the reconnect"

@@ -22,7 +22,7 @@ for _ in $(seq 1 200); do
 done
 bm rebuild --wait m0 "$T/b" >"$T/wait.out" || fail "rebuild --wait exited $?: $(cat "$T/wait.out")"
 out=$(bm status m0) || fail "not COMPLETE after rebuild --wait: $out"
-grep -q "synchronizing $T/b from offset 0" "$T/m0.log" || fail "b not copied from offset 0"
+grep -q "SyncStarted $T/b: copying from offset 0 " "$T/m0.log" || fail "b not copied from offset 0"
 wait $writer || fail "the writer failed"
 grep -q "failed 0" "$T/writer.out" || fail "client writes failed: $(cat "$T/writer.out")"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"

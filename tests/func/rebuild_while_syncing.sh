@@ -22,8 +22,8 @@ grep -q "$T/b (SYNCHRONIZING, 0%)" <<<"$out" || fail "b's copy did not wait its 
 bm rebuild --wait m0 "$T/b" >/dev/null 2>&1 && fail "rebuild of a SYNCHRONIZING b accepted"
 wait_complete m0
 # the slow copy ended before b's began
-s_end=$(grep -n "slow.disk.sock is synchronized" "$T/m0.log" | cut -d: -f1)
-b_start=$(grep -n "synchronizing $T/b from offset 0" "$T/m0.log" | cut -d: -f1)
+s_end=$(grep -n "SyncFinished .*slow.disk.sock:" "$T/m0.log" | cut -d: -f1)
+b_start=$(grep -n "SyncStarted $T/b: copying from offset 0 " "$T/m0.log" | cut -d: -f1)
 [ -n "$s_end" ] && [ -n "$b_start" ] && [ "$s_end" -lt "$b_start" ] ||
   fail "copies overlapped: $(cat "$T/m0.log")"
 wait $writer || fail "the writer failed"

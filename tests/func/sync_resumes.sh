@@ -18,7 +18,7 @@ off=$(bm dump "$(disk_uri slow)" | awk '/SyncOffset/ {print $2}')
 bm dump "$(disk_uri slow)" | grep -q "Flags: SYNCHRONIZING" || fail "target not flagged after the stop"
 [ "$off" -gt 0 ] || fail "no checkpoint saved"
 serve m0
-grep -q "synchronizing .* from offset $off" "$T/m0.log" || { cat "$T/m0.log"; fail "did not resume at $off"; }
+grep -q "SyncStarted .*: copying from offset $off " "$T/m0.log" || { cat "$T/m0.log"; fail "did not resume at $off"; }
 wait_complete m0
 stop m0
 nbdcopy "$(disk_uri slow)" "$T/slow.img"

@@ -9,7 +9,7 @@ disk src 64M --filter=error --filter=rate error-pread=EIO error-pread-rate=100% 
 bm label m0 "$(disk_uri src)" "$T/target"
 serve m0
 touch "$T/src.fail"
-for _ in $(seq 1 100); do grep -q "sync of" "$T/m0.log" && break; sleep 0.1; done
+for _ in $(seq 1 100); do grep -q "SyncStopped" "$T/m0.log" && break; sleep 0.1; done
 out=$(bm status m0) || true
 echo "$out" | grep -q "src.disk.sock (ACTIVE)" || fail "source not ACTIVE: $out"
 echo "$out" | grep -q "target (SYNCHRONIZING" || fail "target not SYNCHRONIZING: $out"

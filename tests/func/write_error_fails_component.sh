@@ -20,7 +20,7 @@ bm dump "$T/a" | grep -q "GenID: 2" || fail "survivor's genid not bumped before 
 rm "$T/bad.fail"
 stop m0
 serve m0
-grep -q "synchronizing .*bad.disk.sock from offset 0" "$T/m0.log" || fail "stale component not copied again"
+grep -q "SyncStarted .*bad.disk.sock: copying from offset 0 " "$T/m0.log" || fail "stale component not copied again"
 wait_complete m0
 stop m0
 nbdcopy "$(disk_uri bad)" "$T/bad.img"
