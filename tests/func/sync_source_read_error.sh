@@ -6,6 +6,8 @@ mkimg 64 target
 # a slow source (25 MiB/s), so the copy is still running when reads start failing
 disk src 64M --filter=error --filter=rate error-pread=EIO error-pread-rate=100% \
   error-pread-file="$T/src.fail" rate=200M burstiness=0.05
+# data, not holes: a hole is not read (the copy only trims it)
+qemu-io -f raw "$(disk_uri src)" -c 'write -P 0x5a 0 16M' >/dev/null
 bm label m0 "$(disk_uri src)" "$T/target"
 serve m0
 touch "$T/src.fail"
