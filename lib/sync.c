@@ -536,8 +536,12 @@ static int chunk_next(struct sync_run *run, struct chunk *c, int *last_src,
 			continue;
 		}
 		if (err < 0) {
-			*why = c->kind == CH_ZERO ? "trim error during sync"
-			                          : "write error during sync";
+			/* at once: the next label write (a client's first
+			 * write marks DIRTY) must not find it first */
+			drop_target(m, run->t, c->kind == CH_ZERO
+			            ? "trim error during sync"
+			            : "write error during sync", err);
+			*why = "target";
 			return err;
 		}
 		c->stage = ST_DONE;
@@ -708,8 +712,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 			         "offset %llu", t->path, (unsigned long long)why_off);
 			pthread_mutex_unlock(&m->info_lock);
 			fprintf(stderr, "blkmirror: %s: %s\n", m->name, m->sync_error);
-		} else if (why && (strstr(why, "error during sync"))) {
-			drop_target(m, t, why, err);
 		}
 		return err;
 	}
