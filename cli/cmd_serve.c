@@ -118,6 +118,7 @@ static int ctl_progress(bm_mirror *m, const char *name, const char *cmd,
                         char *out, size_t len);
 static const ctl_extension ctl_extensions[] = {
 	ctl_progress,
+	ctl_sync,
 };
 
 /* "progress": a line per component being copied:
