@@ -22,7 +22,8 @@ same_data "$T/a" "$T/c"
 # A blank pair on a 64 MiB tmpfs: 256 MiB each, nothing written.
 mkdir "$T/small"
 mount -t tmpfs -o size=64m tmpfs "$T/small" 2>/dev/null || skip "cannot mount a tmpfs"
-trap 'umount "$T/small" 2>/dev/null || true; cleanup' EXIT
+# (cleanup takes the exit status from $?: keep the test's)
+trap 'rc_=$?; umount -l "$T/small" 2>/dev/null || true; set +e; (exit $rc_); cleanup' EXIT
 truncate -s 256M "$T/small/x" "$T/small/y"
 bm label m1 "$T/small/x" "$T/small/y"
 serve m1
