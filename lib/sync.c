@@ -506,9 +506,10 @@ static bool chunk_start(struct sync_run *run, struct chunk *c, int *last_src)
 }
 
 /* What this thread does with a chunk whose request completed (or could not
- * start).  Returns 0, or <0 when the copy must stop (*why set). */
+ * start).  Returns 0, or <0 when the copy must stop: no source could read
+ * the chunk (*unreadable), or the target failed it (dropped here). */
 static int chunk_next(struct sync_run *run, struct chunk *c, int *last_src,
-                      const char **why)
+                      bool *unreadable)
 {
 	struct bm_mirror *m = run->m;
 
@@ -527,7 +528,7 @@ static int chunk_next(struct sync_run *run, struct chunk *c, int *last_src,
 			}
 			c->src = pick_source(m, run->t, c->tried, *last_src);
 			if (c->src < 0) {
-				*why = "no component could read";
+				*unreadable = true;
 				return err < 0 ? err : -EIO;
 			}
 			c->result = 0;
@@ -541,7 +542,6 @@ static int chunk_next(struct sync_run *run, struct chunk *c, int *last_src,
 			drop_target(m, run->t, c->kind == CH_ZERO
 			            ? "trim error during sync"
 			            : "write error during sync", err);
-			*why = "target";
 			return err;
 		}
 		c->stage = ST_DONE;
@@ -583,8 +583,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	struct pace pace = {.next_ns = now, .sample_ns = now,
 	                    .busy_ns = client_busy_ns(m, now)};
 	int last_src = -1, err = 0, stopped = 0;
-	const char *why = NULL;
-	uint64_t why_off = 0;
+	bool unreadable = false;
+	uint64_t unread_off = 0;
 
 	atomic_store(&m->sync_rate, 0);
 	fprintf(stderr, "blkmirror: %s: synchronizing %s from offset %llu\n",
@@ -599,10 +599,12 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 			last_progress_ns = bm_now_ns();
 		for (struct chunk *c = list, *nx; c; c = nx) {
 			nx = c->done_next;
-			int e = chunk_next(run, c, &last_src, &why);
+			bool unread = false;
+			int e = chunk_next(run, c, &last_src, &unread);
 			if (e < 0 && !err) {
 				err = e;
-				why_off = c->off;
+				unreadable = unread;
+				unread_off = c->off;
 			}
 			if (e < 0)
 				c->stage = ST_DONE; /* nothing in flight */
@@ -625,8 +627,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		if (!err && done > ckpt_off && done < m->size &&
 		    (copied_since >= CHECKPOINT_BYTES ||
 		     now - ckpt_ns >= CHECKPOINT_MS * 1000000ull)) {
-			if ((err = checkpoint(m, t, done)) < 0)
-				why = "checkpoint";
+			err = checkpoint(m, t, done);
 			ckpt_off = done;
 			copied_since = 0;
 			ckpt_ns = bm_now_ns();
@@ -638,9 +639,12 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 				err = -EIO;
 		}
 		bool ending = err || stopped;
-		int inflight = 0;
-		for (int k = 0; k < run->count; k++)
-			inflight += run->ch[(run->head + k) % DEPTH].stage != ST_DONE;
+		int inflight = 0, writing = 0;
+		for (int k = 0; k < run->count; k++) {
+			int st = run->ch[(run->head + k) % DEPTH].stage;
+			inflight += st != ST_DONE;
+			writing += st == ST_WRITE;
+		}
 		if (ending && inflight == 0)
 			break;
 		if (!ending && next >= m->size && run->count == 0)
@@ -680,13 +684,16 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 				wait_ns = pace.next_ns - now;
 		}
 		/* A chunk that never completes: the watchdog gives its
-		 * component up at io-timeout; this is the last resort. */
+		 * component up at io-timeout; this is the last resort.  A
+		 * write may still land: the target goes before its range is
+		 * let go. */
 		long tmo = atomic_load(&m->io_timeout_ms);
 		if (inflight && tmo > 0 &&
 		    now - last_progress_ns > (uint64_t)(tmo + 5000) * 1000000ull) {
-			drop_target(m, t, "sync I/O did not complete", -ETIMEDOUT);
+			if (writing)
+				drop_target(m, t, "sync I/O did not complete",
+				            -ETIMEDOUT);
 			err = err ? err : -ETIMEDOUT;
-			why = why ? why : "timeout";
 			break;
 		}
 		pthread_mutex_lock(&run->lock);
@@ -705,11 +712,11 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	if (stopped && !err)
 		return 1;
 	if (err) {
-		if (why && strcmp(why, "no component could read") == 0) {
+		if (unreadable) {
 			pthread_mutex_lock(&m->info_lock);
 			snprintf(m->sync_error, sizeof(m->sync_error),
 			         "sync of %.180s stopped: no component could read "
-			         "offset %llu", t->path, (unsigned long long)why_off);
+			         "offset %llu", t->path, (unsigned long long)unread_off);
 			pthread_mutex_unlock(&m->info_lock);
 			fprintf(stderr, "blkmirror: %s: %s\n", m->name, m->sync_error);
 		}
