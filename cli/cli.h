@@ -1,6 +1,7 @@
 /* The blkmirror command: shared helpers of its verbs. */
 #ifndef BM_CLI_H
 #define BM_CLI_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,12 @@ void control_stop(struct control_server *c);
  */
 typedef int (*ctl_extension)(bm_mirror *m, const char *name, const char *cmd,
                              char *out, size_t outlen);
+/* ctl_sync.c: "sync-rates"; --sync-min/--sync-max values (64K..64G per
+ * second, "10M" or "10M/s"; 0 only with zero_ok), exit status 2 if wrong. */
+int ctl_sync(bm_mirror *m, const char *name, const char *cmd, char *out,
+             size_t outlen);
+int parse_rate_arg(const char *opt, const char *s, bool zero_ok,
+                   uint64_t *out);
 /* Sends cmd to the running server; 0 with its reply in out, -ENOENT when
  * it is not running, other -errno on failure. */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen);

@@ -132,6 +132,7 @@ static const ctl_extension ctl_extensions[] = {
 	ctl_live,
 	ctl_component_state,
 	ctl_events,
+	ctl_sync,
 };
 
 /* "progress": a line per component being copied:

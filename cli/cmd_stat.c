@@ -8,13 +8,16 @@
  * over the control socket and prints the differences.  On a terminal the
  * screen is redrawn in place; piped, each interval is printed as plain
  * lines; --json prints one JSON object per interval (one interval, then
- * exits, unless -I or -c asks for more).
+ * exits, unless -I or -c asks for more).  Under the table, a line per
+ * component being copied (the "progress" control command): its percent,
+ * rate and time left ("sync" in JSON).
  *
  * --prometheus prints the counters themselves once, in Prometheus' text
  * format, for node_exporter's textfile collector (see prometheus_report).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,46 @@ static int take(const char *name, struct sample *s)
 	return err;
 }
 
+/* The copies in progress, under the table (the "progress" reply:
+ * "sync INDEX DONE TOTAL RATE ETA PATH" lines). */
+static void print_progress(const char *name, bool json)
+{
+	char *reply = malloc(64 * 1024), *line, *save = NULL;
+	bool first = true;
+
+	if (json)
+		printf(",\"sync\":[");
+	if (reply && control_call(name, "progress", reply, 64 * 1024) == 0 &&
+	    strncmp(reply, "ok\n", 3) == 0) {
+		for (line = strtok_r(reply + 3, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			uint64_t done, total, rate;
+			int64_t eta;
+			int idx, at = 0;
+			if (sscanf(line, "sync %d %" SCNu64 " %" SCNu64 " %" SCNu64
+			           " %" SCNd64 " %n", &idx, &done, &total, &rate,
+			           &eta, &at) != 5 || !at)
+				continue;
+			double pct = total ? (double)done * 100 / (double)total : 0;
+			if (json) {
+				printf("%s{\"path\":\"%s\",\"percent\":%.1f,"
+				       "\"rate\":%" PRIu64 ",\"eta_s\":%" PRId64 "}",
+				       first ? "" : ",", line + at, pct, rate, eta);
+			} else if (rate) {
+				printf("sync: %s %.1f%% %.1f MiB/s %" PRId64 "m%02"
+				       PRId64 "s left\n", line + at, pct,
+				       (double)rate / (1 << 20), eta / 60, eta % 60);
+			} else {
+				printf("sync: %s %.1f%%\n", line + at, pct);
+			}
+			first = false;
+		}
+	}
+	if (json)
+		printf("]");
+	free(reply);
+}
+
 static double per_s(uint64_t d, double dt) { return dt > 0 ? (double)d / dt : 0; }
 static double ms_per(uint64_t ns, uint64_t ops)
 {
@@ -89,8 +132,9 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-static void print_table(const struct sample *a, const struct sample *b,
-                        double wanted, bool deletes, bool json)
+static void print_table(const char *name, const struct sample *a,
+                        const struct sample *b, double wanted, bool deletes,
+                        bool json)
 {
 	double dt = (double)(b->t - a->t) / 1e9;
 
@@ -143,7 +187,10 @@ static void print_table(const struct sample *a, const struct sample *b,
 		printf(" %6.1f| %s\n", busy, y->name);
 	}
 	if (json)
-		printf("]}\n");
+		printf("]");
+	print_progress(name, json);
+	if (json)
+		printf("}\n");
 	fflush(stdout);
 }
 
@@ -492,7 +539,7 @@ int cmd_stat(int argc, char **argv)
 			return cli_fail("mirror '%s' stopped", name);
 		if (tty)
 			printf("\033[H\033[2J");
-		print_table(&a, &b, interval, deletes, json);
+		print_table(name, &a, &b, interval, deletes, json);
 		if (!tty && !json)
 			printf("\n");
 		a = b;

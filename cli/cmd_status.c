@@ -35,7 +35,8 @@
 static const char status_usage[] = "usage: blkmirror status [--json] [NAME...]";
 static const char list_usage[] = "usage: blkmirror list [NAME...]";
 static const char configure_usage[] =
-	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME | -p PRIORITY NAME COMPONENT";
+	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] "
+	"[--sync-min RATE] [--sync-max RATE] NAME | -p PRIORITY NAME COMPONENT";
 static const char stop_usage[] =
 	"usage: blkmirror stop [-f] [--timeout SECONDS] NAME...";
 static const char forget_usage[] = "usage: blkmirror forget [-f] NAME...";
@@ -126,6 +127,8 @@ struct comp_view {
 	char state[32];     /* ACTIVE SYNCHRONIZING FAILED ABSENT (running);
 	                     * CLEAN DIRTY SYNCHRONIZING ABSENT (stopped) */
 	int sync_pct;       /* -1 when not synchronizing */
+	double sync_mib_s;  /* the copy's recent rate; -1 unknown */
+	long sync_eta_s;    /* seconds left at that rate; -1 unknown */
 	char reason[512];
 };
 
@@ -172,9 +175,25 @@ static void parse_row(const char *line, size_t w, struct mirror_view *v)
 	snprintf(c->path, sizeof(c->path), "%.*s", (int)(best - path), path);
 	snprintf(c->state, sizeof(c->state), "%s", st);
 	c->sync_pct = -1;
+	c->sync_mib_s = -1;
+	c->sync_eta_s = -1;
 	const char *rest = best + 2 + strlen(st);
-	if (rest[0] == ',')
+	if (rest[0] == ',') {
+		/* ", 45%[, 80.0 MiB/s, [1h02m|3m05s|12s] left]" */
+		double mib;
+		char left[32];
+		long h = 0, mi = 0, se = 0;
 		c->sync_pct = atoi(rest + 1);
+		if (sscanf(rest, ", %*d%%, %lf MiB/s, %31s left", &mib, left) == 2) {
+			c->sync_mib_s = mib;
+			if (sscanf(left, "%ldh%ldm", &h, &mi) == 2)
+				c->sync_eta_s = h * 3600 + mi * 60;
+			else if (sscanf(left, "%ldm%lds", &mi, &se) == 2)
+				c->sync_eta_s = mi * 60 + se;
+			else if (sscanf(left, "%lds", &se) == 1)
+				c->sync_eta_s = se;
+		}
+	}
 	else if (rest[0] == ':') {
 		size_t len = strlen(rest + 2);
 		if (len && rest[2 + len - 1] == ')')
@@ -210,6 +229,8 @@ static void offline_view(char **paths, size_t n, struct mirror_view *v,
 		bm_label_state(paths[i], v->name, d, 600);
 		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
 		c->sync_pct = -1;
+		c->sync_mib_s = -1;
+		c->sync_eta_s = -1;
 		if (strncmp(d, "ABSENT: ", 8) == 0) {
 			snprintf(c->state, sizeof(c->state), "ABSENT");
 			snprintf(c->reason, sizeof(c->reason), "%s", d + 8);
@@ -272,6 +293,16 @@ static void json_mirror(const struct mirror_view *v, bool first)
 		printf(", \"sync_percent\": ");
 		if (c->sync_pct >= 0)
 			printf("%d", c->sync_pct);
+		else
+			printf("null");
+		printf(", \"sync_mib_s\": ");
+		if (c->sync_mib_s >= 0)
+			printf("%.1f", c->sync_mib_s);
+		else
+			printf("null");
+		printf(", \"sync_eta_s\": ");
+		if (c->sync_eta_s >= 0)
+			printf("%ld", c->sync_eta_s);
 		else
 			printf("null");
 		printf(", \"reason\": ");
@@ -393,7 +424,7 @@ static void status_help(void)
 	       "described from its labels.\n"
 	       "  --json  one object per mirror in a JSON array: name, state, "
 	       "running, pid, socket,\n          note, components (path, state, "
-	       "sync_percent, reason)\n"
+	       "sync_percent, sync_mib_s, sync_eta_s, reason)\n"
 	       "Exit status: 1 on an error (unknown name, permission denied on "
 	       "a control socket);\nelse 2 if a running mirror is DEGRADED; "
 	       "else 3 if a mirror named is stopped, or,\nwithout names, if "
@@ -554,8 +585,11 @@ int cmd_configure(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"io-timeout", required_argument, NULL, 'T'},
+		{"sync-min", required_argument, NULL, 'N'},
+		{"sync-max", required_argument, NULL, 'X'},
 		{NULL, 0, NULL, 0},
 	};
+	uint64_t sync_min = UINT64_MAX, sync_max = UINT64_MAX;
 	int balance = -1, priority = -1, opt, rc, r, lock_fd;
 	uint32_t slice = 0;
 	uint64_t io_timeout = 0;
@@ -586,27 +620,69 @@ int cmd_configure(int argc, char **argv)
 				return EXIT_USAGE;
 			io_timeout_set = true;
 			break;
+		case 'N':
+			if (parse_rate_arg("--sync-min", optarg, false, &sync_min))
+				return EXIT_USAGE;
+			break;
+		case 'X':
+			if (parse_rate_arg("--sync-max", optarg, true, &sync_max))
+				return EXIT_USAGE;
+			break;
 		case 'h':
 			printf("%s\nSets the read balance algorithm (and the split "
 			       "slice) of a mirror, running or not, and the I/O\n"
 			       "timeout of a running one (serve --io-timeout; not "
-			       "kept in the labels).\n", configure_usage);
+			       "kept in the labels).\n"
+			       "--sync-min/--sync-max RATE: the background copy's "
+			       "floor while clients are busy and its\nceiling "
+			       "(bytes per second, e.g. 10M; --sync-max 0: none) on "
+			       "a running mirror, in\nmemory only (defaults 1M and "
+			       "none at each serve).\n", configure_usage);
 			return 0;
 		default:
 			return bad_option("configure", configure_usage, opt,
 			                  shortopts, argv);
 		}
 	}
+	bool sync_set = sync_min != UINT64_MAX || sync_max != UINT64_MAX;
 	if (priority >= 0) /* -p PRIORITY NAME COMPONENT, alone */
-		return balance >= 0 || slice || io_timeout_set || argc - optind != 2
+		return balance >= 0 || slice || io_timeout_set || sync_set ||
+		       argc - optind != 2
 		       ? cli_usage("%s", configure_usage)
 		       : configure_priority(argv[optind], argv[optind + 1], priority);
-	if (argc - optind != 1 || (balance < 0 && !io_timeout_set) ||
+	if (argc - optind != 1 || (balance < 0 && !io_timeout_set && !sync_set) ||
 	    (slice && balance < 0))
 		return cli_usage("%s", configure_usage);
+	if (sync_min != UINT64_MAX && sync_max != UINT64_MAX && sync_max &&
+	    sync_min > sync_max)
+		return cli_usage("configure: --sync-min is above --sync-max");
 	name = argv[optind];
 	if (known_mirror(name, &paths, &n))
 		return 1;
+	if (sync_set) {
+		r = state_lock(name, "configure", &lock_fd, &pid, what,
+		               sizeof(what));
+		if (r == 0) {
+			state_unlock(lock_fd);
+			state_free(paths, n);
+			return cli_fail("mirror '%s' is not running; --sync-min and "
+			                "--sync-max apply to a running mirror (kept "
+			                "in its memory, not in the labels)", name);
+		}
+		char a[32] = "-", b[32] = "-";
+		if (sync_min != UINT64_MAX)
+			snprintf(a, sizeof(a), "%llu", (unsigned long long)sync_min);
+		if (sync_max != UINT64_MAX)
+			snprintf(b, sizeof(b), "%llu", (unsigned long long)sync_max);
+		snprintf(cmd, sizeof(cmd), "sync-rates %s %s", a, b);
+		reply = malloc(REPLY_MAX);
+		rc = reply ? ask(name, pid, cmd, reply) : cli_fail("out of memory");
+		free(reply);
+		if (rc != 0 || (balance < 0 && !io_timeout_set)) {
+			state_free(paths, n);
+			return rc;
+		}
+	}
 	if (io_timeout_set) {
 		r = state_lock(name, "configure", &lock_fd, &pid, what,
 		               sizeof(what));

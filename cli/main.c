@@ -30,7 +30,7 @@ static const struct verb {
 	{"list", cmd_list, "list [NAME...]"},
 	{"dump", cmd_dump, "dump COMPONENT..."},
 	{"clear", cmd_clear, "clear COMPONENT..."},
-	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] NAME | -p PRIORITY NAME COMPONENT"},
+	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] [--sync-min RATE] [--sync-max RATE] NAME | -p PRIORITY NAME COMPONENT"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
 	{"insert", cmd_insert, "insert [-fi] [-p PRIORITY] [--wait] NAME COMPONENT..."},

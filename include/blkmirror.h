@@ -201,6 +201,12 @@ int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p);
 int bm_mirror_check_start(bm_mirror *m, bool repair, unsigned *id);
 int bm_mirror_check_cancel(bm_mirror *m, unsigned id);
 int bm_mirror_check_report(bm_mirror *m, unsigned id, char *buf, size_t len);
+/* The synchronization's rates in bytes per second: the floor it keeps
+ * while clients are busy (sync-min) and its ceiling (sync-max, 0: none),
+ * as md's sync_speed_min/max.  UINT64_MAX leaves one as it is.  -EINVAL
+ * when min is 0 or above max.  Kept in memory (default 1M and none). */
+int bm_mirror_set_sync_rates(bm_mirror *m, uint64_t min, uint64_t max);
+void bm_mirror_sync_rates(bm_mirror *m, uint64_t *min, uint64_t *max);
 
 /* True when a background synchronization is running. */
 bool bm_mirror_syncing(bm_mirror *m);

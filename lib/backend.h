@@ -29,6 +29,21 @@ struct bm_breq {
 	uint32_t progress;    /* backend-private: bytes already transferred */
 };
 
+/*
+ * A question about allocation: what [offset, offset+length) holds, starting
+ * at offset.  The answer is the first run: run bytes (1 <= run <= length)
+ * that are all data, or all read as zeros (zero).  "All data" is always a
+ * correct answer (a backend that cannot tell gives it).
+ */
+struct bm_extent_req {
+	uint64_t offset, length;
+	uint64_t run;         /* answer */
+	bool zero;            /* answer: the run reads as zeros */
+	/* Called once, on any thread, with 0 or -errno. */
+	void (*done)(struct bm_extent_req *r, int result);
+	void *opaque;         /* the submitter's */
+};
+
 struct bm_backend;
 
 struct bm_backend_ops {
@@ -59,6 +74,13 @@ struct bm_backend_ops {
 	 * -ENOTCONN (NBD connection dead), with a reason in bm_error().
 	 */
 	int (*check)(struct bm_backend *be);
+	/*
+	 * Optional (NULL: everything is data).  Starts an allocation question
+	 * (struct bm_extent_req); 0 (done will be called) or -errno.  Files
+	 * answer with SEEK_DATA/SEEK_HOLE, NBD exports with block status
+	 * "base:allocation" (its zero flag).
+	 */
+	int (*extent)(struct bm_backend *be, struct bm_extent_req *r);
 };
 
 struct bm_backend {
@@ -101,5 +123,15 @@ int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
 int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
                                void *buf, uint32_t len, uint64_t off,
                                uint32_t flags, long timeout_ms);
+
+/*
+ * The allocation of [off, off+len) from off, with a deadline (a late
+ * answer is dropped): *run bytes that are data (*zero false) or read as
+ * zeros.  A backend without the op, or one that fails to answer, says
+ * "all data" (*run = len, *zero = false) and the call returns 0, or the
+ * -errno of a failure (the answer is then "all data" too).
+ */
+int bm_backend_extent(struct bm_backend *be, uint64_t off, uint64_t len,
+                      long timeout_ms, uint64_t *run, bool *zero);
 
 #endif

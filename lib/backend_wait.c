@@ -147,3 +147,85 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
 	detached_put_locked(d);
 	return err;
 }
+
+/* An allocation question that may outlive its asker (refs as above). */
+struct extent_wait {
+	struct bm_extent_req r;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool finished;
+	int result;
+	int refs;          /* lock */
+};
+
+static void extent_put_locked(struct extent_wait *x)
+{
+	if (--x->refs > 0) {
+		pthread_mutex_unlock(&x->lock);
+		return;
+	}
+	pthread_mutex_unlock(&x->lock);
+	pthread_mutex_destroy(&x->lock);
+	pthread_cond_destroy(&x->cond);
+	free(x);
+}
+
+static void extent_done(struct bm_extent_req *r, int result)
+{
+	struct extent_wait *x = r->opaque;
+
+	pthread_mutex_lock(&x->lock);
+	x->result = result;
+	x->finished = true;
+	pthread_cond_signal(&x->cond);
+	extent_put_locked(x);
+}
+
+int bm_backend_extent(struct bm_backend *be, uint64_t off, uint64_t len,
+                      long timeout_ms, uint64_t *run, bool *zero)
+{
+	struct extent_wait *x;
+	struct timespec deadline;
+	int err;
+
+	*run = len;
+	*zero = false;
+	if (!be->ops->extent || len == 0)
+		return 0;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	pthread_mutex_init(&x->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&x->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	x->refs = 2;
+	x->r = (struct bm_extent_req){.offset = off, .length = len,
+	                              .done = extent_done, .opaque = x};
+	err = be->ops->extent(be, &x->r);
+	if (err < 0) {
+		pthread_mutex_lock(&x->lock);
+		x->refs--;
+		extent_put_locked(x);
+		return err;
+	}
+	deadline = bm_deadline_ms(CLOCK_MONOTONIC,
+	                          timeout_ms > 0 ? timeout_ms : 3600000L);
+	pthread_mutex_lock(&x->lock);
+	while (!x->finished &&
+	       pthread_cond_timedwait(&x->cond, &x->lock, &deadline) != ETIMEDOUT)
+		;
+	if (!x->finished) {
+		err = -ETIMEDOUT;
+	} else {
+		err = x->result;
+		if (err == 0 && x->r.run >= 1 && x->r.run <= len) {
+			*run = x->r.run;
+			*zero = x->r.zero;
+		}
+	}
+	extent_put_locked(x);
+	return err;
+}

@@ -237,6 +237,12 @@ struct bm_mirror {
 	atomic_bool sync_stop;
 	char sync_error[256];           /* info_lock */
 
+	/* sync.c: the copy's rates (bytes/s; set by bm_sync_start and
+	 * configure, read by the sync thread) and its measured rate */
+	atomic_uint_fast64_t sync_min_rate; /* floor while clients are busy */
+	atomic_uint_fast64_t sync_max_rate; /* ceiling; 0: none */
+	atomic_uint_fast64_t sync_rate;     /* over the last seconds; 0 unknown */
+
 	struct bm_lease_keeper *lease;  /* lease.c: set at open, freed at close */
 	bool no_metadata;               /* a benchmark's temporary mirror
 	                                   (benchmirror.c): labels live in
@@ -331,6 +337,10 @@ void bm_sync_kick(struct bm_mirror *m);
 void bm_sync_request_stop(struct bm_mirror *m);
 void bm_sync_stop(struct bm_mirror *m);
 void bm_sync_free(struct bm_mirror *m);
+/* "45%, 80.0 MiB/s, 12s left" (or "45%" while the rate is unknown) for
+ * status and list. */
+void bm_sync_progress_text(struct bm_mirror *m, int comp, char *buf,
+                           size_t len);
 
 /* check.c: stops a check/repair (close, before anything it uses stops);
  * the "Note:" line status shows while one runs (bytes, like snprintf). */

@@ -1,4 +1,5 @@
-/* Shared/exclusive range holds; see rangelock.h for why they exist. */
+/* Shared/exclusive range holds; see rangelock.h for why they exist and why
+ * they cannot deadlock. */
 #include "rangelock.h"
 
 static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
@@ -6,12 +7,32 @@ static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 	return a0 < b1 && b0 < a1;
 }
 
+static void link_front(struct bm_range_hold **list, struct bm_range_hold *h)
+{
+	h->prev = NULL;
+	h->next = *list;
+	if (*list)
+		(*list)->prev = h;
+	*list = h;
+}
+
+static void unlink_hold(struct bm_range_hold **list, struct bm_range_hold *h)
+{
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		*list = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+}
+
 void bm_rangelock_init(struct bm_rangelock *rl)
 {
 	pthread_mutex_init(&rl->lock, NULL);
 	pthread_cond_init(&rl->cond, NULL);
 	rl->shared = NULL;
-	rl->excl_held = false;
+	rl->excl = NULL;
+	rl->window_busy = false;
 }
 
 void bm_rangelock_destroy(struct bm_rangelock *rl)
@@ -20,20 +41,25 @@ void bm_rangelock_destroy(struct bm_rangelock *rl)
 	pthread_cond_destroy(&rl->cond);
 }
 
+/* Any exclusive hold, pending or granted, over [start, end)? */
+static bool excl_over(struct bm_rangelock *rl, uint64_t start, uint64_t end)
+{
+	for (struct bm_range_hold *e = rl->excl; e; e = e->next)
+		if (overlaps(start, end, e->start, e->end))
+			return true;
+	return false;
+}
+
 void bm_rangelock_shared(struct bm_rangelock *rl, struct bm_range_hold *h,
                          uint64_t start, uint64_t len)
 {
 	h->start = start;
 	h->end = start + (len ? len : 1);
+	h->granted = true;
 	pthread_mutex_lock(&rl->lock);
-	while (rl->excl_held &&
-	       overlaps(h->start, h->end, rl->excl_start, rl->excl_end))
+	while (excl_over(rl, h->start, h->end))
 		pthread_cond_wait(&rl->cond, &rl->lock);
-	h->prev = NULL;
-	h->next = rl->shared;
-	if (rl->shared)
-		rl->shared->prev = h;
-	rl->shared = h;
+	link_front(&rl->shared, h);
 	pthread_mutex_unlock(&rl->lock);
 }
 
@@ -41,43 +67,76 @@ void bm_rangelock_shared_release(struct bm_rangelock *rl,
                                  struct bm_range_hold *h)
 {
 	pthread_mutex_lock(&rl->lock);
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		rl->shared = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	if (rl->excl_held)
+	unlink_hold(&rl->shared, h);
+	if (rl->excl)
 		pthread_cond_broadcast(&rl->cond);
 	pthread_mutex_unlock(&rl->lock);
 }
 
-static bool shared_overlap(struct bm_rangelock *rl)
+/* May h be granted: no overlapping shared hold, no overlapping granted
+ * exclusive one?  Caller holds rl->lock. */
+static bool grantable(struct bm_rangelock *rl, struct bm_range_hold *h)
 {
-	for (struct bm_range_hold *h = rl->shared; h; h = h->next)
-		if (overlaps(h->start, h->end, rl->excl_start, rl->excl_end))
-			return true;
-	return false;
+	for (struct bm_range_hold *s = rl->shared; s; s = s->next)
+		if (overlaps(h->start, h->end, s->start, s->end))
+			return false;
+	for (struct bm_range_hold *e = rl->excl; e; e = e->next)
+		if (e != h && e->granted && overlaps(h->start, h->end, e->start,
+		                                     e->end))
+			return false;
+	return true;
+}
+
+void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
+                            uint64_t start, uint64_t len)
+{
+	h->start = start;
+	h->end = start + (len ? len : 1);
+	h->granted = false;
+	pthread_mutex_lock(&rl->lock);
+	link_front(&rl->excl, h);
+	while (!grantable(rl, h))
+		pthread_cond_wait(&rl->cond, &rl->lock);
+	h->granted = true;
+	pthread_mutex_unlock(&rl->lock);
+}
+
+void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
+                              struct bm_range_hold *h, uint64_t len)
+{
+	pthread_mutex_lock(&rl->lock);
+	if (len && h->start + len < h->end) {
+		h->end = h->start + len;
+		pthread_cond_broadcast(&rl->cond);
+	}
+	pthread_mutex_unlock(&rl->lock);
+}
+
+void bm_rangelock_excl_release(struct bm_rangelock *rl,
+                               struct bm_range_hold *h)
+{
+	pthread_mutex_lock(&rl->lock);
+	unlink_hold(&rl->excl, h);
+	pthread_cond_broadcast(&rl->cond);
+	pthread_mutex_unlock(&rl->lock);
 }
 
 void bm_rangelock_exclusive(struct bm_rangelock *rl, uint64_t start,
                             uint64_t len)
 {
 	pthread_mutex_lock(&rl->lock);
-	while (rl->excl_held)
+	while (rl->window_busy)
 		pthread_cond_wait(&rl->cond, &rl->lock);
-	rl->excl_held = true;
-	rl->excl_start = start;
-	rl->excl_end = start + len;
-	while (shared_overlap(rl))
-		pthread_cond_wait(&rl->cond, &rl->lock);
+	rl->window_busy = true;
 	pthread_mutex_unlock(&rl->lock);
+	bm_rangelock_excl_hold(rl, &rl->window, start, len);
 }
 
 void bm_rangelock_exclusive_release(struct bm_rangelock *rl)
 {
 	pthread_mutex_lock(&rl->lock);
-	rl->excl_held = false;
+	unlink_hold(&rl->excl, &rl->window);
+	rl->window_busy = false;
 	pthread_cond_broadcast(&rl->cond);
 	pthread_mutex_unlock(&rl->lock);
 }

@@ -1,12 +1,26 @@
 /*
- * Range lock between client writes and the synchronization copy.
+ * Range lock between client writes and the copies that must not race them
+ * (the synchronization, repairs, a check).
  *
  * Client writes take shared holds (overlapping writes never wait for each
- * other: NBD gives no order to overlapping requests in flight).  The sync
- * thread takes one exclusive window at a time: it waits for the shared holds
- * that overlap it, and new overlapping writes wait until it is released, so a
- * chunk copied from the source can never overwrite a newer client write on
- * the target.
+ * other: NBD gives no order to overlapping requests in flight).  A copier
+ * takes exclusive holds: one waits for the shared holds that overlap it,
+ * and new overlapping writes wait until it is released, so data copied from
+ * a source can never overwrite a newer client write on the target.
+ *
+ * A copier may keep several exclusive holds at once (the sync keeps one per
+ * chunk in flight).  An exclusive hold is "pending" from the moment it is
+ * asked for (new overlapping writes already wait for it: the copier is
+ * never starved) and "granted" once no overlapping shared hold and no
+ * overlapping granted exclusive hold is left.  A pending exclusive hold
+ * never waits for another pending one: only for holds that are granted,
+ * whose owners release them without taking any other hold first.  So the
+ * sync, holding chunks, can ask for the next one while a repair or a check
+ * waits for one of its chunks, and nobody deadlocks.
+ *
+ * bm_rangelock_exclusive() / _release() are the one-window form (repairs,
+ * a check job): one such window per lock at a time (a second caller waits
+ * for the first to release), alongside any number of explicit holds.
  */
 #ifndef BM_RANGELOCK_H
 #define BM_RANGELOCK_H
@@ -16,15 +30,17 @@
 
 struct bm_range_hold {
 	uint64_t start, end;           /* [start, end) */
+	bool granted;                  /* exclusive: no longer pending */
 	struct bm_range_hold *prev, *next;
 };
 
 struct bm_rangelock {
 	pthread_mutex_t lock;          /* protects everything below */
-	pthread_cond_t cond;
+	pthread_cond_t cond;           /* a hold was released or shrunk */
 	struct bm_range_hold *shared;  /* list of shared holds */
-	bool excl_held;
-	uint64_t excl_start, excl_end;
+	struct bm_range_hold *excl;    /* exclusive holds, pending or granted */
+	bool window_busy;              /* the one-window form is in use */
+	struct bm_range_hold window;   /* its hold */
 };
 
 void bm_rangelock_init(struct bm_rangelock *rl);
@@ -33,6 +49,19 @@ void bm_rangelock_shared(struct bm_rangelock *rl, struct bm_range_hold *h,
                          uint64_t start, uint64_t len);
 void bm_rangelock_shared_release(struct bm_rangelock *rl,
                                  struct bm_range_hold *h);
+
+/* An exclusive hold on [start, start+len) in h (the caller's memory until
+ * released); returns once granted. */
+void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
+                            uint64_t start, uint64_t len);
+/* Shortens a granted hold to [start, start+len) (len <= its length). */
+void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
+                              struct bm_range_hold *h, uint64_t len);
+/* Releases it; any thread may (the sync releases from completions). */
+void bm_rangelock_excl_release(struct bm_rangelock *rl,
+                               struct bm_range_hold *h);
+
+/* The one-window form. */
 void bm_rangelock_exclusive(struct bm_rangelock *rl, uint64_t start,
                             uint64_t len);
 void bm_rangelock_exclusive_release(struct bm_rangelock *rl);

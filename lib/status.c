@@ -54,10 +54,12 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 		char detail[320] = "";
 		if (s == BM_CS_REMOVED)
 			continue;
-		if (s == BM_CS_SYNCHRONIZING)
-			snprintf(detail, sizeof(detail), ", %d%%",
-			         (int)(atomic_load(&c->sync_offset) * 100 /
-			               (m->size ? m->size : 1)));
+		if (s == BM_CS_SYNCHRONIZING) {
+			/* ", 45%, 80.0 MiB/s, 12s left" (cmd_status.c parses) */
+			detail[0] = ',';
+			detail[1] = ' ';
+			bm_sync_progress_text(m, i, detail + 2, sizeof(detail) - 2);
+		}
 		else if (s != BM_CS_ACTIVE)
 			snprintf(detail, sizeof(detail), ": %s", c->why);
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
@@ -143,6 +145,11 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 			continue;
 		APPEND("%d. Name: %s\n   State: %s\n", ++shown, c->path,
 		       bm_comp_state_name(s));
+		if (s == BM_CS_SYNCHRONIZING) {
+			char progress[128];
+			bm_sync_progress_text(m, i, progress, sizeof(progress));
+			APPEND("   Progress: %s\n", progress);
+		}
 		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
 			APPEND("   Reason: %s\n", c->why);
 			if (s == BM_CS_ABSENT)

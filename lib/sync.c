@@ -1,86 +1,301 @@
 /*
  * Background synchronization: copies the mirror's data from ACTIVE
- * components onto each SYNCHRONIZING one, in order, one chunk at a time.
+ * components onto each SYNCHRONIZING one, in order, several chunks in
+ * flight.
  *
- * Each chunk is copied under an exclusive range hold (rangelock.h), so a
- * client write to that range either finished before the copy read the source
- * or starts after the copy wrote the target; either way the target ends with
- * the newest data.  Client writes reach SYNCHRONIZING components everywhere,
- * so the part already copied stays current.  Client reads never go to a
- * SYNCHRONIZING component.
+ * Pipeline.  Up to DEPTH chunks are in flight at once (DEPTH_BUSY while
+ * clients are busy): each is read from the least loaded ACTIVE component
+ * and written to the target as soon as its read lands, so the next reads
+ * overlap the previous writes and the target never waits for a source.
+ * Completions (backend threads) only queue the chunk to this thread; every
+ * decision (retry elsewhere, issue the write, drop a component) is taken
+ * here.  Chunks finish out of order; the copied offset (sync_offset) is the
+ * start of the oldest unfinished chunk.
  *
- * Progress is checkpointed in the target's label (sync offset) every
- * CHECKPOINT_BYTES: the target is flushed first, and only a successful
- * flush moves the offset the label records (sync_durable), so a restart
- * never resumes past data that was not on disk; after a crash (DIRTY
- * labels) the copy starts again from 0.
+ * Range holds.  Each chunk is copied under its own exclusive hold
+ * (rangelock.h), taken before the source is asked anything and released
+ * when the target's write has completed, so a client write to that range
+ * either finished before the copy read the source or starts after the copy
+ * wrote the target: the target ends with the newest data.  Client writes
+ * reach SYNCHRONIZING components everywhere, so the part already copied
+ * stays current; client reads never go to a SYNCHRONIZING component.
+ *
+ * Thin copies.  The source is asked what it holds (the backend's extent
+ * op: SEEK_DATA/SEEK_HOLE, NBD block status): a run that reads as zeros on
+ * the source is not copied.  Under the run's hold the answer is asked again
+ * (a client write may have landed meanwhile); then, if the target also
+ * reads zeros there, nothing is done, else the target's range is trimmed
+ * (a file gets a hole, NBD a zero request that may unmap, a block device
+ * a zeroing that may unmap).  A backend that cannot tell says "all data",
+ * which is always safe.
+ *
+ * Rate.  A ceiling (sync-max; 0: none) always; a floor (sync-min) while
+ * clients are busy (their requests kept the mirror busy for more than
+ * BUSY_SHARE of the last ACTIVITY_MS, and for HOLD_MS after): md's
+ * sync_speed_min/max.  Only copied bytes count; holes are free.  Pacing is
+ * a virtual clock (no banked idle time: a ceiling is never exceeded for
+ * more than one chunk).  The rates live in memory (configure sets them on
+ * a running mirror); a restart comes back to the defaults.
+ *
+ * Checkpoints.  The target's label records the copied offset every
+ * CHECKPOINT_BYTES copied (or CHECKPOINT_MS): the target is flushed first,
+ * and only a successful flush moves the offset the label records
+ * (sync_durable), and only up to the copied offset taken before the flush,
+ * so a restart never resumes past data that was not on disk; after a crash
+ * (DIRTY labels) the copy starts again from 0.
  *
  * The thread lives as long as the mirror and sleeps on sync_cond until a
  * component becomes SYNCHRONIZING (at start, or when a disconnected one
  * comes back: bm_sync_kick).
  *
  * A source read error is retried on another ACTIVE component; if none can
- * read the chunk the sync stops and the sources stay in service (the target
- * stays SYNCHRONIZING).  A target write error fails the target.
+ * read the chunk the copy stops, the sources stay in service (the target
+ * stays SYNCHRONIZING) and it is tried again after a backoff (RETRY_MIN_MS,
+ * doubling up to RETRY_MAX_MS) or at the next kick.  A target write error
+ * fails the target.  A chunk that does not complete in io-timeout + 5 s
+ * (the watchdog should have given its component up before) disconnects the
+ * target; the chunk's memory is left to its late completion.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "mirror.h"
 
 #define CHUNK_BYTES (1u << 20)
+#define DEPTH 8                       /* chunks in flight, clients idle */
+#define DEPTH_BUSY 2                  /* ... clients busy */
+#define ZERO_WINDOW (256u << 20)      /* largest zero run taken at once */
 #define CHECKPOINT_BYTES (64ull << 20)
+#define CHECKPOINT_MS 5000
+#define ACTIVITY_MS 100               /* client activity sampled this often */
+#define BUSY_SHARE 10                 /* % of busy time that counts as busy */
+#define HOLD_MS 500                   /* ... and how long it counts */
+#define RATE_SAMPLES 11               /* one every 500 ms: the last 5 s */
+#define RETRY_MIN_MS 2000
+#define RETRY_MAX_MS 60000
+#define WAIT_MS 100                   /* longest sleep between looks */
 
-static struct bm_component *next_target(struct bm_mirror *m)
+#define SYNC_MIN_DEFAULT (1ull << 20) /* md's sync_speed_min is 1000 KB/s */
+#define SYNC_MAX_DEFAULT 0            /* no ceiling */
+
+enum chunk_kind { CH_COPY, CH_ZERO, CH_SKIP };
+enum chunk_stage { ST_READ, ST_WRITE, ST_DONE };
+
+struct sync_run;
+
+struct chunk {
+	struct sync_run *run;
+	uint64_t off;
+	uint32_t len;
+	int kind;                 /* enum chunk_kind */
+	int stage;                /* enum chunk_stage: what is in flight */
+	int src;                  /* component read from */
+	uint32_t tried;           /* components that failed the read */
+	uint64_t t0;
+	void *buf;                /* CHUNK_BYTES, 4096-aligned */
+	struct bm_breq br;
+	struct bm_range_hold hold;
+	bool held;                /* run->lock: hold not released yet */
+	int result;               /* run->lock: the completion's */
+	struct chunk *done_next;  /* run->lock: the completed list */
+};
+
+/* One copy onto one target.  On the heap with a reference per request in
+ * flight: a request that never completes keeps it (and its buffers). */
+struct sync_run {
+	pthread_mutex_t lock;     /* refs, done list, chunks' held/result */
+	pthread_cond_t cond;      /* a request completed */
+	int refs;
+	struct chunk *done_head;
+	struct bm_mirror *m;
+	struct bm_component *t;
+	int head, count;          /* ring of chunks in offset order */
+	struct chunk ch[DEPTH];
+};
+
+/* ---- the run and its completions ---------------------------------------- */
+
+static void run_put_locked(struct sync_run *run)
 {
-	for (int i = 0; i < m->ncomp; i++)
-		if (atomic_load(&m->comp[i].state) == BM_CS_SYNCHRONIZING)
-			return &m->comp[i];
-	return NULL;
+	if (--run->refs > 0) {
+		pthread_mutex_unlock(&run->lock);
+		return;
+	}
+	pthread_mutex_unlock(&run->lock);
+	for (int i = 0; i < DEPTH; i++)
+		free(run->ch[i].buf);
+	pthread_mutex_destroy(&run->lock);
+	pthread_cond_destroy(&run->cond);
+	free(run);
 }
 
-/* Reads one chunk from any ACTIVE component other than the target. */
-static int read_source(struct bm_mirror *m, void *buf, uint32_t len,
-                       uint64_t off)
+static struct sync_run *run_new(struct bm_mirror *m, struct bm_component *t)
 {
-	uint32_t tried = 0;
-	int err = -EIO;
+	struct sync_run *run = calloc(1, sizeof(*run));
+	pthread_condattr_t ca;
 
-	for (;;) {
-		int i = bm_balance_pick(m, off, len, tried);
-		if (i < 0)
-			return err;
-		struct bm_component *s = &m->comp[i];
-		uint64_t t0 = bm_now_ns();
-		bm_queue_enter(&s->inflight, &s->stats);
-		struct bm_backend *be = bm_comp_get(s);
-		err = be ? bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, len,
-		                                      off, 0,
-		                                      atomic_load(&m->io_timeout_ms))
-		         : -ENOTCONN;
-		if (be)
-			bm_comp_put(s);
-		bm_queue_leave(&s->inflight, &s->stats);
-		bm_stats_account(&s->stats, BM_STAT_READ, len, bm_now_ns() - t0, err);
-		if (err == 0)
-			return 0;
-		/* A source that went away or did not answer in io-timeout
-		 * is given up (its request may still be outstanding); one
-		 * that answered with an error stays, as gmirror keeps it. */
-		if (bm_error_is_gone(err)) {
-			char why[160];
-			snprintf(why, sizeof(why), "read error during sync: %s",
-			         strerror(-err));
-			pthread_mutex_lock(&m->meta_lock);
-			bm_meta_drop_locked(m, s, BM_CS_DISCONNECTED, why);
-			pthread_mutex_unlock(&m->meta_lock);
+	if (!run)
+		return NULL;
+	for (int i = 0; i < DEPTH; i++) {
+		run->ch[i].run = run;
+		if (posix_memalign(&run->ch[i].buf, 4096, CHUNK_BYTES)) {
+			run->ch[i].buf = NULL;
+			for (int k = 0; k < i; k++)
+				free(run->ch[k].buf);
+			free(run);
+			return NULL;
 		}
-		tried |= 1u << i;
 	}
+	pthread_mutex_init(&run->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&run->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	run->refs = 1;
+	run->m = m;
+	run->t = t;
+	return run;
+}
+
+/* Releases a chunk's hold once (the completion or this thread). */
+static void release_hold_locked(struct sync_run *run, struct chunk *c)
+{
+	if (c->held) {
+		c->held = false;
+		bm_rangelock_excl_release(&run->m->rl, &c->hold);
+	}
+}
+
+/* Backend completion: account, let the range go once the target holds the
+ * chunk, and hand it to the sync thread. */
+static void chunk_done(struct bm_breq *br, int result)
+{
+	struct chunk *c = br->opaque;
+	struct sync_run *run = c->run;
+	struct bm_mirror *m = run->m;
+	bool read = c->stage == ST_READ;
+	struct bm_component *comp = read ? &m->comp[c->src] : run->t;
+
+	bm_queue_leave(&comp->inflight, &comp->stats);
+	bm_stats_account(&comp->stats, read ? BM_STAT_READ
+	                 : c->kind == CH_ZERO ? BM_STAT_DELETE : BM_STAT_WRITE,
+	                 c->len, bm_now_ns() - c->t0, result);
+	pthread_mutex_lock(&run->lock);
+	c->result = result;
+	if (!read)
+		release_hold_locked(run, c);
+	c->done_next = run->done_head;
+	run->done_head = c;
+	pthread_cond_signal(&run->cond);
+	run_put_locked(run);
+}
+
+/* Starts c's next request on comp; false (nothing in flight) if it could
+ * not be started, with c->result set. */
+static bool chunk_submit(struct sync_run *run, struct chunk *c,
+                         struct bm_component *comp, enum bm_bop op)
+{
+	struct bm_backend *be;
+	int err;
+
+	c->br = (struct bm_breq){.op = op, .offset = c->off, .length = c->len,
+	                         .buf = op == BM_BOP_TRIM ? NULL : c->buf,
+	                         .done = chunk_done, .opaque = c};
+	pthread_mutex_lock(&run->lock);
+	run->refs++;
+	pthread_mutex_unlock(&run->lock);
+	c->t0 = bm_now_ns();
+	bm_queue_enter(&comp->inflight, &comp->stats);
+	be = bm_comp_get(comp);
+	err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
+	if (be)
+		bm_comp_put(comp);
+	if (err == 0)
+		return true;
+	bm_queue_leave(&comp->inflight, &comp->stats);
+	pthread_mutex_lock(&run->lock);
+	c->result = err;
+	run->refs--; /* never the last: this thread holds one */
+	pthread_mutex_unlock(&run->lock);
+	return false;
+}
+
+/* ---- decisions ------------------------------------------------------------ */
+
+/* The ACTIVE component (not t, not tried) with the fewest requests
+ * outstanding, client reads included; ties go to prefer. */
+static int pick_source(struct bm_mirror *m, struct bm_component *t,
+                       uint32_t tried, int prefer)
+{
+	int best = -1, bestq = 0;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (c == t || (tried & (1u << i)) ||
+		    atomic_load(&c->state) != BM_CS_ACTIVE)
+			continue;
+		int q = atomic_load(&c->inflight);
+		if (best < 0 || q < bestq || (q == bestq && i == prefer)) {
+			best = i;
+			bestq = q;
+		}
+	}
+	return best;
+}
+
+/* Asks comp about [off, off+len): see bm_backend_extent. */
+static void ask_extent(struct bm_mirror *m, struct bm_component *comp,
+                       uint64_t off, uint64_t len, uint64_t *run, bool *zero)
+{
+	struct bm_backend *be = comp ? bm_comp_get(comp) : NULL;
+
+	*run = len;
+	*zero = false;
+	if (!be)
+		return;
+	bm_backend_extent(be, off, len, atomic_load(&m->io_timeout_ms), run,
+	                  zero);
+	bm_comp_put(comp);
+}
+
+/* The source asked about allocation: an ACTIVE component that can tell
+ * (has the extent op), else any ACTIVE one (which says "all data"). */
+static struct bm_component *extent_source(struct bm_mirror *m,
+                                          struct bm_component *t)
+{
+	struct bm_component *any = NULL;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (c == t || atomic_load(&c->state) != BM_CS_ACTIVE || !c->be)
+			continue;
+		if (c->be->ops->extent)
+			return c;
+		if (!any)
+			any = c;
+	}
+	return any;
+}
+
+/* Does the target read zeros over all of [off, off+len)? */
+static bool target_reads_zeros(struct bm_mirror *m, struct bm_component *t,
+                               uint64_t off, uint64_t len)
+{
+	for (uint64_t pos = off; pos < off + len;) {
+		uint64_t run;
+		bool zero;
+		ask_extent(m, t, pos, off + len - pos, &run, &zero);
+		if (!zero)
+			return false;
+		pos += run;
+	}
+	return true;
 }
 
 /* Takes t out (failed or disconnected, after what err says). */
@@ -96,6 +311,20 @@ static void drop_target(struct bm_mirror *m, struct bm_component *t,
 	pthread_mutex_unlock(&m->meta_lock);
 }
 
+/* A source that went away or did not answer is given up; one that
+ * answered with an error stays, as gmirror keeps it. */
+static void source_failed(struct bm_mirror *m, int src, int err)
+{
+	char why[160];
+
+	if (!bm_error_is_gone(err))
+		return;
+	snprintf(why, sizeof(why), "read error during sync: %s", strerror(-err));
+	pthread_mutex_lock(&m->meta_lock);
+	bm_meta_drop_locked(m, &m->comp[src], BM_CS_DISCONNECTED, why);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
 static int flush_target(struct bm_mirror *m, struct bm_component *t)
 {
 	struct bm_backend *be = bm_comp_get(t);
@@ -107,7 +336,8 @@ static int flush_target(struct bm_mirror *m, struct bm_component *t)
 	return err;
 }
 
-/* Flushes the target, then records the flushed offset in its label. */
+/* Flushes the target, then records off (copied before the flush) in its
+ * label. */
 static int checkpoint(struct bm_mirror *m, struct bm_component *t,
                       uint64_t off)
 {
@@ -125,8 +355,214 @@ static int checkpoint(struct bm_mirror *m, struct bm_component *t,
 	return err;
 }
 
+/* ---- rate ----------------------------------------------------------------- */
+
+struct pace {
+	uint64_t next_ns;         /* the virtual clock: next copy allowed */
+	uint64_t limit;           /* the rate it runs at (0: none) */
+	uint64_t sample_ns, busy_ns;  /* client busy time at the last look */
+	uint64_t busy_until_ns;   /* clients count as busy until then */
+	uint64_t rate_ns[RATE_SAMPLES], rate_done[RATE_SAMPLES];
+	int nrate;
+};
+
+/* Client busy time so far (the mirror's own row in stat: clients only). */
+static uint64_t client_busy_ns(struct bm_mirror *m, uint64_t now)
+{
+	uint64_t busy = atomic_load(&m->stats.busy_ns);
+	if (atomic_load(&m->queue) > 0) {
+		uint64_t since = atomic_load(&m->stats.busy_since);
+		if (now > since)
+			busy += now - since;
+	}
+	return busy;
+}
+
+static bool clients_busy(struct bm_mirror *m, struct pace *p, uint64_t now)
+{
+	if (now - p->sample_ns >= ACTIVITY_MS * 1000000ull) {
+		uint64_t busy = client_busy_ns(m, now);
+		if ((busy - p->busy_ns) * 100 > (now - p->sample_ns) * BUSY_SHARE)
+			p->busy_until_ns = now + HOLD_MS * 1000000ull;
+		p->busy_ns = busy;
+		p->sample_ns = now;
+	}
+	return now < p->busy_until_ns;
+}
+
+/* Bytes per second allowed now (0: no limit). */
+static uint64_t rate_limit(struct bm_mirror *m, bool busy)
+{
+	uint64_t lo = atomic_load(&m->sync_min_rate);
+	uint64_t hi = atomic_load(&m->sync_max_rate);
+
+	if (busy && (hi == 0 || lo < hi))
+		return lo;
+	return hi;
+}
+
+/* The recent copy rate, from a sample every 500 ms over the last 5 s. */
+static void rate_sample(struct bm_mirror *m, struct pace *p, uint64_t now,
+                        uint64_t done)
+{
+	if (p->nrate && now - p->rate_ns[p->nrate - 1] < 500000000ull)
+		return;
+	if (p->nrate == RATE_SAMPLES) {
+		memmove(p->rate_ns, p->rate_ns + 1, sizeof(p->rate_ns[0]) *
+		        (RATE_SAMPLES - 1));
+		memmove(p->rate_done, p->rate_done + 1, sizeof(p->rate_done[0]) *
+		        (RATE_SAMPLES - 1));
+		p->nrate--;
+	}
+	p->rate_ns[p->nrate] = now;
+	p->rate_done[p->nrate] = done;
+	p->nrate++;
+	if (p->nrate >= 2) {
+		uint64_t dt = now - p->rate_ns[0];
+		uint64_t dd = done - p->rate_done[0];
+		atomic_store(&m->sync_rate,
+		             (uint64_t)((double)dd * 1e9 / (double)dt));
+	}
+}
+
+/* ---- the copy ------------------------------------------------------------- */
+
+/*
+ * Prepares the chunk at off in c: what the source holds there, under the
+ * chunk's hold.  data_until: the source said data up to there (no need to
+ * ask again before it).
+ */
+static void chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
+                          uint64_t *data_until)
+{
+	struct bm_mirror *m = run->m;
+	uint64_t left = m->size - off, len, n;
+	bool zero = false;
+	struct bm_component *xs = NULL;
+
+	len = left < ZERO_WINDOW ? left : ZERO_WINDOW;
+	if (off >= *data_until) {
+		xs = extent_source(m, run->t);
+		ask_extent(m, xs, off, len, &n, &zero);
+		if (!zero)
+			*data_until = off + n;
+		len = n;
+	} else {
+		len = *data_until - off;
+	}
+	if (!zero && len > CHUNK_BYTES)
+		len = CHUNK_BYTES;
+	c->off = off;
+	c->len = (uint32_t)len;
+	c->kind = CH_COPY;
+	c->stage = ST_READ;
+	c->tried = 0;
+	c->result = 0;
+	bm_rangelock_excl_hold(&m->rl, &c->hold, off, len);
+	c->held = true;
+	if (!zero)
+		return;
+	/* Again under the hold: a client write may have landed. */
+	ask_extent(m, xs, off, len, &n, &zero);
+	if (!zero) {
+		*data_until = off + n;
+		if (n > CHUNK_BYTES)
+			n = CHUNK_BYTES;
+	}
+	if (n < len) {
+		bm_rangelock_excl_shrink(&m->rl, &c->hold, n);
+		c->len = (uint32_t)n;
+	}
+	if (zero)
+		c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP
+		                                                      : CH_ZERO;
+}
+
+/* Starts a prepared chunk; false if it failed at once (c->result). */
+static bool chunk_start(struct sync_run *run, struct chunk *c, int *last_src)
+{
+	struct bm_mirror *m = run->m;
+
+	switch (c->kind) {
+	case CH_SKIP:
+		pthread_mutex_lock(&run->lock);
+		release_hold_locked(run, c);
+		pthread_mutex_unlock(&run->lock);
+		c->stage = ST_DONE;
+		return true;
+	case CH_ZERO:
+		c->stage = ST_WRITE;
+		return chunk_submit(run, c, run->t, BM_BOP_TRIM);
+	default:
+		c->src = pick_source(m, run->t, c->tried, *last_src);
+		if (c->src < 0) {
+			c->result = -EIO;
+			return false;
+		}
+		*last_src = c->src;
+		c->stage = ST_READ;
+		return chunk_submit(run, c, &m->comp[c->src], BM_BOP_READ);
+	}
+}
+
+/* What this thread does with a chunk whose request completed (or could not
+ * start).  Returns 0, or <0 when the copy must stop: no source could read
+ * the chunk (*unreadable), or the target failed it (dropped here). */
+static int chunk_next(struct sync_run *run, struct chunk *c, int *last_src,
+                      bool *unreadable)
+{
+	struct bm_mirror *m = run->m;
+
+	for (;;) {
+		int err = c->result;
+		if (c->stage == ST_READ) {
+			if (err == 0) {
+				c->stage = ST_WRITE;
+				if (chunk_submit(run, c, run->t, BM_BOP_WRITE))
+					return 0;
+				continue; /* c->result: the write's */
+			}
+			if (c->src >= 0) {
+				source_failed(m, c->src, err);
+				c->tried |= 1u << c->src;
+			}
+			c->src = pick_source(m, run->t, c->tried, *last_src);
+			if (c->src < 0) {
+				*unreadable = true;
+				return err < 0 ? err : -EIO;
+			}
+			c->result = 0;
+			if (chunk_submit(run, c, &m->comp[c->src], BM_BOP_READ))
+				return 0;
+			continue;
+		}
+		if (err < 0) {
+			/* at once: the next label write (a client's first
+			 * write marks DIRTY) must not find it first */
+			drop_target(m, run->t, c->kind == CH_ZERO
+			            ? "trim error during sync"
+			            : "write error during sync", err);
+			return err;
+		}
+		c->stage = ST_DONE;
+		return 0;
+	}
+}
+
+/* Releases what this thread still holds (chunks not in flight). */
+static void release_idle_holds(struct sync_run *run, bool everything)
+{
+	pthread_mutex_lock(&run->lock);
+	for (int k = 0; k < run->count; k++) {
+		struct chunk *c = &run->ch[(run->head + k) % DEPTH];
+		if (everything || c->stage == ST_DONE)
+			release_hold_locked(run, c);
+	}
+	pthread_mutex_unlock(&run->lock);
+}
+
 /* Copies to one target; returns 0 when done, 1 if stopped, <0 on error. */
-static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
+static int sync_one(struct bm_mirror *m, struct bm_component *t)
 {
 	/* Published before the state and offset are read: a reconnect
 	 * (recover.c) waits while this copy holds t, and one that finished
@@ -134,55 +570,160 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 	atomic_store(&m->sync_target, t);
 	if (atomic_load(&t->state) != BM_CS_SYNCHRONIZING)
 		return -EAGAIN;
-	uint64_t off = atomic_load(&t->sync_offset);
-	uint64_t since_checkpoint = 0;
+	struct sync_run *run = run_new(m, t);
+	if (!run) {
+		fprintf(stderr, "blkmirror: %s: no memory to synchronize\n",
+		        m->name);
+		return 1;
+	}
+	uint64_t start = atomic_load(&t->sync_offset);
+	uint64_t next = start, done = start, ckpt_off = start;
+	uint64_t copied_since = 0, data_until = 0;
+	uint64_t now = bm_now_ns(), ckpt_ns = now, last_progress_ns = now;
+	struct pace pace = {.next_ns = now, .sample_ns = now,
+	                    .busy_ns = client_busy_ns(m, now)};
+	int last_src = -1, err = 0, stopped = 0;
+	bool unreadable = false;
+	uint64_t unread_off = 0;
 
-	bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path, "copying from offset %llu of %llu", (unsigned long long)off, (unsigned long long)m->size);
-	while (off < m->size) {
-		if (atomic_load(&m->sync_stop))
-			return 1;
-		if (atomic_load(&t->state) != BM_CS_SYNCHRONIZING)
-			return -EIO;
-		uint32_t len = m->size - off < CHUNK_BYTES ? (uint32_t)(m->size - off)
-		                                           : CHUNK_BYTES;
-		bm_rangelock_exclusive(&m->rl, off, len);
-		int err = read_source(m, buf, len, off);
-		if (err < 0) {
-			bm_rangelock_exclusive_release(&m->rl);
+	atomic_store(&m->sync_rate, 0);
+	bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
+	              "copying from offset %llu of %llu",
+	              (unsigned long long)start, (unsigned long long)m->size);
+	for (;;) {
+		/* Completed requests: next step of each. */
+		pthread_mutex_lock(&run->lock);
+		struct chunk *list = run->done_head;
+		run->done_head = NULL;
+		pthread_mutex_unlock(&run->lock);
+		if (list)
+			last_progress_ns = bm_now_ns();
+		for (struct chunk *c = list, *nx; c; c = nx) {
+			nx = c->done_next;
+			bool unread = false;
+			int e = chunk_next(run, c, &last_src, &unread);
+			if (e < 0 && !err) {
+				err = e;
+				unreadable = unread;
+				unread_off = c->off;
+			}
+			if (e < 0)
+				c->stage = ST_DONE; /* nothing in flight */
+		}
+		if (err)
+			release_idle_holds(run, false);
+		/* The copied offset: the oldest unfinished chunk's start. */
+		while (run->count && run->ch[run->head].stage == ST_DONE &&
+		       !err) {
+			struct chunk *c = &run->ch[run->head];
+			done = c->off + c->len;
+			if (c->kind == CH_COPY)
+				copied_since += c->len;
+			run->head = (run->head + 1) % DEPTH;
+			run->count--;
+		}
+		atomic_store(&t->sync_offset, done);
+		now = bm_now_ns();
+		rate_sample(m, &pace, now, done);
+		if (!err && done > ckpt_off && done < m->size &&
+		    (copied_since >= CHECKPOINT_BYTES ||
+		     now - ckpt_ns >= CHECKPOINT_MS * 1000000ull)) {
+			err = checkpoint(m, t, done);
+			ckpt_off = done;
+			copied_since = 0;
+			ckpt_ns = bm_now_ns();
+		}
+		if (!err && !stopped) {
+			if (atomic_load(&m->sync_stop))
+				stopped = 1;
+			else if (atomic_load(&t->state) != BM_CS_SYNCHRONIZING)
+				err = -EIO;
+		}
+		bool ending = err || stopped;
+		int inflight = 0, writing = 0;
+		for (int k = 0; k < run->count; k++) {
+			int st = run->ch[(run->head + k) % DEPTH].stage;
+			inflight += st != ST_DONE;
+			writing += st == ST_WRITE;
+		}
+		if (ending && inflight == 0)
+			break;
+		if (!ending && next >= m->size && run->count == 0)
+			break;
+		/* More chunks, as the pipeline and the rate allow. */
+		bool busy = clients_busy(m, &pace, now);
+		uint64_t limit = rate_limit(m, busy);
+		uint64_t wait_ns = WAIT_MS * 1000000ull;
+		if (!ending && next < m->size &&
+		    run->count < (busy ? DEPTH_BUSY : DEPTH)) {
+			if (limit != pace.limit) {
+				/* changed (configure, clients came or went):
+				 * the new rate from now on */
+				pace.limit = limit;
+				pace.next_ns = now;
+			}
+			if (!limit || now >= pace.next_ns) {
+				struct chunk *c =
+				        &run->ch[(run->head + run->count) % DEPTH];
+				chunk_prepare(run, c, next, &data_until);
+				run->count++;
+				next += c->len;
+				if (c->kind == CH_COPY && limit)
+					pace.next_ns = (pace.next_ns > now ? pace.next_ns
+					                                   : now) +
+					               (uint64_t)((double)c->len * 1e9 /
+					                          (double)limit);
+				if (!chunk_start(run, c, &last_src)) {
+					pthread_mutex_lock(&run->lock);
+					c->done_next = run->done_head;
+					run->done_head = c;
+					pthread_mutex_unlock(&run->lock);
+				}
+				continue;
+			}
+			if (pace.next_ns - now < wait_ns)
+				wait_ns = pace.next_ns - now;
+		}
+		/* A chunk that never completes: the watchdog gives its
+		 * component up at io-timeout; this is the last resort.  A
+		 * write may still land: the target goes before its range is
+		 * let go. */
+		long tmo = atomic_load(&m->io_timeout_ms);
+		if (inflight && tmo > 0 &&
+		    now - last_progress_ns > (uint64_t)(tmo + 5000) * 1000000ull) {
+			if (writing)
+				drop_target(m, t, "sync I/O did not complete",
+				            -ETIMEDOUT);
+			err = err ? err : -ETIMEDOUT;
+			break;
+		}
+		pthread_mutex_lock(&run->lock);
+		if (!run->done_head) {
+			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC,
+			                                    (long long)(wait_ns / 1000000) + 1);
+			pthread_cond_timedwait(&run->cond, &run->lock, &dl);
+		}
+		pthread_mutex_unlock(&run->lock);
+	}
+	/* Whatever is left (stopped, failed, gave up) lets its range go. */
+	release_idle_holds(run, true);
+	pthread_mutex_lock(&run->lock);
+	run_put_locked(run);
+	atomic_store(&m->sync_rate, 0);
+	if (stopped && !err)
+		return 1;
+	if (err) {
+		if (unreadable) {
 			pthread_mutex_lock(&m->info_lock);
 			snprintf(m->sync_error, sizeof(m->sync_error),
-			         "sync of %s stopped: no component could read "
-			         "offset %llu", t->path, (unsigned long long)off);
+			         "sync of %.180s stopped: no component could read "
+			         "offset %llu", t->path, (unsigned long long)unread_off);
 			pthread_mutex_unlock(&m->info_lock);
-			return err;
 		}
-		uint64_t t0 = bm_now_ns();
-		bm_queue_enter(&t->inflight, &t->stats);
-		struct bm_backend *tbe = bm_comp_get(t);
-		err = tbe ? bm_backend_io_wait_timeout(tbe, BM_BOP_WRITE, buf, len,
-		                                       off, 0,
-		                                       atomic_load(&m->io_timeout_ms))
-		          : -ENOTCONN;
-		if (tbe)
-			bm_comp_put(t);
-		bm_queue_leave(&t->inflight, &t->stats);
-		bm_stats_account(&t->stats, BM_STAT_WRITE, len, bm_now_ns() - t0, err);
-		bm_rangelock_exclusive_release(&m->rl);
-		if (err < 0) {
-			drop_target(m, t, "write error during sync", err);
-			return err;
-		}
-		off += len;
-		atomic_store(&t->sync_offset, off);
-		since_checkpoint += len;
-		if (since_checkpoint >= CHECKPOINT_BYTES) {
-			if ((err = checkpoint(m, t, off)) < 0)
-				return err;
-			since_checkpoint = 0;
-		}
+		return err;
 	}
 	/* Done: durable first, then ACTIVE in the label. */
-	int err = flush_target(m, t);
+	err = flush_target(m, t);
 	if (err < 0) {
 		drop_target(m, t, "flush error at the end of sync", err);
 		return err;
@@ -206,48 +747,68 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t, void *buf)
 		    bm_comp_present(&m->comp[i]))
 			m->degraded = true;
 	pthread_mutex_unlock(&m->meta_lock);
+	pthread_mutex_lock(&m->info_lock);
+	m->sync_error[0] = '\0';
+	pthread_mutex_unlock(&m->info_lock);
 	return 0;
+}
+
+static struct bm_component *next_target(struct bm_mirror *m)
+{
+	for (int i = 0; i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) == BM_CS_SYNCHRONIZING)
+			return &m->comp[i];
+	return NULL;
 }
 
 static void *sync_main(void *arg)
 {
 	struct bm_mirror *m = arg;
 	struct bm_component *t;
-	void *buf = NULL;
+	int retry_ms = 0;  /* > 0: a copy stopped on a read error; again then */
 
 	pthread_mutex_lock(&m->sync_lock);
 	for (;;) {
+		if (retry_ms > 0 && !m->sync_kick && !atomic_load(&m->sync_stop)) {
+			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC, retry_ms);
+			while (!m->sync_kick && !atomic_load(&m->sync_stop) &&
+			       pthread_cond_timedwait(&m->sync_cond, &m->sync_lock,
+			                              &dl) != ETIMEDOUT)
+				;
+			m->sync_kick = true; /* time to try again */
+		}
 		while (!m->sync_kick && !atomic_load(&m->sync_stop))
 			pthread_cond_wait(&m->sync_cond, &m->sync_lock);
 		if (atomic_load(&m->sync_stop))
 			break;
 		m->sync_kick = false;
 		pthread_mutex_unlock(&m->sync_lock);
-		if (!buf && posix_memalign(&buf, 4096, CHUNK_BYTES)) {
-			buf = NULL;
-			fprintf(stderr, "blkmirror: %s: no memory to synchronize\n",
-			        m->name);
-		}
-		while (buf && !atomic_load(&m->sync_stop) &&
+		bool stuck = false;
+		while (!atomic_load(&m->sync_stop) &&
 		       (t = next_target(m)) != NULL) {
 			atomic_store(&m->sync_running, true);
-			int err = sync_one(m, t, buf);
+			int err = sync_one(m, t);
 			bm_event_sync_ended(m, t, err);
 			atomic_store(&m->sync_target, NULL);
 			atomic_store(&m->sync_running, false);
 			if (err == -EAGAIN)
 				continue;
-			if (err > 0 || (err < 0 && atomic_load(&t->state) ==
-			                                   BM_CS_SYNCHRONIZING))
-				break; /* stopped, or no source could read: stay
-				          put until something changes */
+			if (err > 0)
+				break; /* stopped */
+			if (err < 0 && atomic_load(&t->state) == BM_CS_SYNCHRONIZING) {
+				stuck = true; /* no source could read: later */
+				break;
+			}
 		}
+		retry_ms = !stuck ? 0 : retry_ms == 0 ? RETRY_MIN_MS
+		         : retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry_ms * 2;
 		pthread_mutex_lock(&m->sync_lock);
 	}
 	pthread_mutex_unlock(&m->sync_lock);
-	free(buf);
 	return NULL;
 }
+
+/* ---- what others see ------------------------------------------------------ */
 
 int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p)
 {
@@ -260,10 +821,63 @@ int bm_mirror_sync_progress(bm_mirror *m, int comp, struct bm_sync_progress *p)
 	snprintf(p->path, sizeof(p->path), "%s", c->path);
 	p->done = atomic_load(&c->sync_offset);
 	p->total = m->size;
-	p->rate = 0;
-	p->eta_s = -1;
+	p->rate = atomic_load(&m->sync_target) == c ? atomic_load(&m->sync_rate)
+	                                            : 0;
+	p->eta_s = p->rate ? (int64_t)((p->total - p->done + p->rate - 1) /
+	                               p->rate) : -1;
 	return 1;
 }
+
+void bm_sync_progress_text(struct bm_mirror *m, int comp, char *buf,
+                           size_t len)
+{
+	struct bm_sync_progress p;
+	char left[32] = "";
+
+	if (bm_mirror_sync_progress(m, comp, &p) != 1) {
+		snprintf(buf, len, "0%%");
+		return;
+	}
+	int pct = (int)(p.done * 100 / (p.total ? p.total : 1));
+	if (p.rate == 0) {
+		snprintf(buf, len, "%d%%", pct);
+		return;
+	}
+	if (p.eta_s >= 3600)
+		snprintf(left, sizeof(left), "%" PRId64 "h%02" PRId64 "m",
+		         p.eta_s / 3600, p.eta_s / 60 % 60);
+	else if (p.eta_s >= 60)
+		snprintf(left, sizeof(left), "%" PRId64 "m%02" PRId64 "s",
+		         p.eta_s / 60, p.eta_s % 60);
+	else
+		snprintf(left, sizeof(left), "%" PRId64 "s", p.eta_s);
+	snprintf(buf, len, "%d%%, %.1f MiB/s, %s left", pct,
+	         (double)p.rate / (1 << 20), left);
+}
+
+int bm_mirror_set_sync_rates(bm_mirror *m, uint64_t min, uint64_t max)
+{
+	if (min == UINT64_MAX)
+		min = atomic_load(&m->sync_min_rate);
+	if (max == UINT64_MAX)
+		max = atomic_load(&m->sync_max_rate);
+	if (min == 0)
+		return bm_error(EINVAL, "the sync floor must be above 0");
+	if (max && min > max)
+		return bm_error(EINVAL, "sync-min (%" PRIu64 " bytes/s) is above "
+		                "sync-max (%" PRIu64 " bytes/s)", min, max);
+	atomic_store(&m->sync_min_rate, min);
+	atomic_store(&m->sync_max_rate, max);
+	return 0;
+}
+
+void bm_mirror_sync_rates(bm_mirror *m, uint64_t *min, uint64_t *max)
+{
+	*min = atomic_load(&m->sync_min_rate);
+	*max = atomic_load(&m->sync_max_rate);
+}
+
+/* ---- the thread ----------------------------------------------------------- */
 
 int bm_sync_start(struct bm_mirror *m)
 {
@@ -275,6 +889,9 @@ int bm_sync_start(struct bm_mirror *m)
 	pthread_cond_init(&m->sync_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	atomic_store(&m->sync_stop, false);
+	atomic_store(&m->sync_min_rate, SYNC_MIN_DEFAULT);
+	atomic_store(&m->sync_max_rate, SYNC_MAX_DEFAULT);
+	atomic_store(&m->sync_rate, 0);
 	m->sync_kick = !(m->mirror_flags & BM_MF_NOAUTOSYNC);
 	if (pthread_create(&m->sync_thread, NULL, sync_main, m) != 0)
 		return bm_error(EAGAIN, "cannot start the sync thread");

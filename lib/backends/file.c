@@ -22,6 +22,10 @@
  * written with zeros.  A plain discard is not used: a discarded range may
  * read back differently on each disk.
  *
+ * extent() (regular files only; a block device cannot tell, so it has
+ * none: "all data") answers with lseek SEEK_DATA/SEEK_HOLE on the spot: a
+ * hole reads zeros.  A file system without them reports all data.
+ *
  * Errors keep their errno (ENOSPC stays ENOSPC) up to the engine.
  *
  * abort() cancels what is in flight in the kernel (IORING_OP_ASYNC_CANCEL,
@@ -532,6 +536,32 @@ static int file_check(struct bm_backend *be)
 	return 0;
 }
 
+static int file_extent(struct bm_backend *be, struct bm_extent_req *r)
+{
+	struct file_backend *fb = (struct file_backend *)be;
+	off_t off = (off_t)r->offset, at;
+
+	r->run = r->length;
+	r->zero = false;
+	if (atomic_load(&fb->aborted))
+		return -ECONNABORTED;
+	at = lseek(fb->fd_buffered, off, SEEK_DATA);
+	if (at < 0 && errno == ENXIO) {
+		r->zero = true; /* no data from off to the end of the file */
+	} else if (at > off) {
+		r->zero = true;
+		if ((uint64_t)(at - off) < r->length)
+			r->run = (uint64_t)(at - off);
+	} else if (at == off) {
+		at = lseek(fb->fd_buffered, off, SEEK_HOLE);
+		if (at > off && (uint64_t)(at - off) < r->length)
+			r->run = (uint64_t)(at - off);
+	}
+	/* any other failure: all data, which is always true */
+	r->done(r, 0);
+	return 0;
+}
+
 static const struct bm_backend_ops file_ops = {
 	.kind = "file",
 	.submit = file_submit,
@@ -541,6 +571,7 @@ static const struct bm_backend_ops file_ops = {
 	.close = file_close,
 	.abort = file_abort,
 	.check = file_check,
+	.extent = file_extent,
 };
 
 static const struct bm_backend_ops blockdev_ops = {

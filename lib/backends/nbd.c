@@ -34,6 +34,10 @@
  * export's maximum block size) for written zeros, the maximum block size
  * (when advertised) for native ones; the pieces go one after another.
  * Connecting and the clean disconnect at close have deadlines.
+ *
+ * extent() asks block status in the "base:allocation" context (requested at
+ * connect; one extent per question): a run with the zero flag reads as
+ * zeros.  An export without the context answers "all data".
  */
 #include <errno.h>
 #include <libnbd.h>
@@ -66,6 +70,8 @@ struct nbd_backend;
 struct nbd_cmd {
 	struct nbd_backend *nb;
 	struct bm_breq *r;
+	struct bm_extent_req *xr; /* instead of r: an allocation question */
+	bool xr_answered;
 	enum bm_bop op;         /* what to send next (FUA emulation flushes) */
 	int result;
 	bool then_flush;        /* emulated FUA: flush once the data is done */
@@ -81,6 +87,7 @@ struct nbd_backend {
 	int wake_fd;
 	pthread_t loop;
 	bool can_fua, can_zero, can_flush;
+	bool can_extents;       /* base:allocation was negotiated */
 	uint32_t max_block;     /* advertised maximum, or 0 */
 
 	pthread_mutex_t lock;   /* protects the fields down to inflight */
@@ -169,6 +176,41 @@ static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 	return (max && left > max) ? max : left;
 }
 
+/* libnbd extent callback (loop thread): the first extent answers. */
+static int on_extent(void *user_data, const char *metacontext,
+                     uint64_t offset, uint32_t *entries, size_t nr_entries,
+                     int *error)
+{
+	struct nbd_cmd *c = user_data;
+	struct bm_extent_req *xr = c->xr;
+
+	if (c->xr_answered || nr_entries < 2 || offset != xr->offset ||
+	    strcmp(metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
+		return 0;
+	c->xr_answered = true;
+	if (entries[0] >= 1 && entries[0] < xr->length)
+		xr->run = entries[0];
+	xr->zero = (entries[1] & LIBNBD_STATE_ZERO) != 0;
+	return 0;
+}
+
+static void issue_extent(struct nbd_backend *nb, struct nbd_cmd *c)
+{
+	nbd_extent_callback ecb = {.callback = on_extent, .user_data = c};
+	nbd_completion_callback cb = {.callback = on_complete, .user_data = c};
+	uint64_t count = c->xr->length > (1u << 30) ? (1u << 30) : c->xr->length;
+
+	if (count < c->xr->length)
+		c->xr->length = count;
+	c->xr->run = c->xr->length;
+	c->xr->zero = false;
+	if (nbd_aio_block_status(nb->h, count, c->xr->offset, ecb, cb,
+	                         LIBNBD_CMD_FLAG_REQ_ONE) < 0) {
+		int err = nbd_get_errno();
+		complete(c, err ? -err : -EIO);
+	}
+}
+
 /* Sends c's next command to libnbd; on failure c completes with the error. */
 static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 {
@@ -177,6 +219,10 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 	uint32_t flags = 0;
 	int64_t cookie;
 
+	if (c->xr) {
+		issue_extent(nb, c);
+		return;
+	}
 	if ((r->flags & BM_BOP_FUA) && c->op != BM_BOP_FLUSH &&
 	    c->op != BM_BOP_READ) {
 		if (nb->can_fua)
@@ -237,7 +283,7 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
  * flush of an emulated FUA.  Returns true when it was sent again. */
 static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
 {
-	if (c->result != 0)
+	if (c->result != 0 || c->xr)
 		return false;
 	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
 		c->done_bytes += c->piece;
@@ -281,8 +327,17 @@ static void deliver(struct nbd_backend *nb)
 				last = c;
 			n++;
 		}
-		for (struct nbd_cmd *c = finished; c; c = c->next)
-			c->r->done(c->r, c->result);
+		for (struct nbd_cmd *c = finished; c; c = c->next) {
+			if (c->xr) {
+				if (c->result < 0 || !c->xr_answered) {
+					c->xr->run = c->xr->length;
+					c->xr->zero = false;
+				}
+				c->xr->done(c->xr, c->result);
+			} else {
+				c->r->done(c->r, c->result);
+			}
+		}
 		if (n) {
 			pthread_mutex_lock(&nb->lock);
 			last->next = nb->free_list;
@@ -408,9 +463,10 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-static int nbd_submit(struct bm_backend *be, struct bm_breq *r)
+/* Queues a request (r) or an allocation question (xr) for the loop. */
+static int enqueue(struct nbd_backend *nb, struct bm_breq *r,
+                   struct bm_extent_req *xr)
 {
-	struct nbd_backend *nb = (struct nbd_backend *)be;
 	struct nbd_cmd *c;
 	bool was_empty;
 
@@ -430,7 +486,8 @@ static int nbd_submit(struct bm_backend *be, struct bm_breq *r)
 			return -ENOMEM;
 		}
 	}
-	*c = (struct nbd_cmd){.nb = nb, .r = r, .op = r->op};
+	*c = (struct nbd_cmd){.nb = nb, .r = r, .xr = xr,
+	                      .op = r ? r->op : BM_BOP_READ};
 	was_empty = nb->queue_head == NULL;
 	if (was_empty)
 		nb->queue_head = c;
@@ -444,6 +501,24 @@ static int nbd_submit(struct bm_backend *be, struct bm_breq *r)
 	else if (was_empty)
 		wake(nb);
 	return 0;
+}
+
+static int nbd_submit(struct bm_backend *be, struct bm_breq *r)
+{
+	return enqueue((struct nbd_backend *)be, r, NULL);
+}
+
+static int nbd_extent(struct bm_backend *be, struct bm_extent_req *r)
+{
+	struct nbd_backend *nb = (struct nbd_backend *)be;
+
+	if (!nb->can_extents) {
+		r->run = r->length;
+		r->zero = false;
+		r->done(r, 0);
+		return 0;
+	}
+	return enqueue(nb, NULL, r);
 }
 
 static int nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
@@ -565,6 +640,7 @@ static const struct bm_backend_ops nbd_ops = {
 	.close = nbd_close_backend,
 	.abort = nbd_abort,
 	.check = nbd_check,
+	.extent = nbd_extent,
 };
 
 /* Connects h to uri within the deadline (nbd_connect_uri has none). */
@@ -607,6 +683,8 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 		return bm_error(ENOMEM, "%s: %s", uri, nbd_get_error());
 	}
 	nbd_set_uri_allow_local_file(nb->h, true);
+	/* for extent(); a server without it simply does not agree */
+	nbd_add_meta_context(nb->h, LIBNBD_CONTEXT_BASE_ALLOCATION);
 	err = connect_with_deadline(nb->h, uri);
 	if (err < 0) {
 		nbd_close(nb->h);
@@ -630,6 +708,8 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nb->can_fua = nbd_can_fua(nb->h) == 1;
 	nb->can_zero = nbd_can_zero(nb->h) == 1;
 	nb->can_flush = nbd_can_flush(nb->h) == 1;
+	nb->can_extents = nbd_can_meta_context(nb->h,
+	                          LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;

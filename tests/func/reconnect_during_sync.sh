@@ -2,14 +2,14 @@
 # starts again from the beginning on the new connection (a copy that was
 # running on the old one must not carry on from where it was: the part
 # before it would miss the writes made while the component was away), and
-# the copies end identical.  The target is slow (20 ms a write), so the
+# the copies end identical.  The target is slow (300 ms a write; the copy keeps 8 in flight), so the
 # copy is in progress when it dies.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 64 a r.img
 start_r() {
   rm -f "$T/r.sock"
-  nbdkit -U "$T/r.sock" -P "$T/r.pid" --filter=delay file "$T/r.img" wdelay=20ms \
+  nbdkit -U "$T/r.sock" -P "$T/r.pid" --filter=delay file "$T/r.img" wdelay=300ms \
     >>"$T/r.log" 2>&1
   for _ in $(seq 1 100); do [ -s "$T/r.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/r.pid")")

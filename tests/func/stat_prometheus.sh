@@ -8,10 +8,11 @@ need nbdkit
 # a component whose name needs escaping, and a slow one (the copy runs
 # while we look)
 odd="$T/a\"b\\c"
-truncate -s 64M "$odd"
+head -c 64M /dev/urandom >"$odd"   # data: a hole is not copied
 disk slow 64M --filter=delay wdelay=100ms
 bm label m0 "$odd" "$(disk_uri slow)"
 serve m0
+bm configure --sync-max 1M m0     # and slowly
 validate() { # the format's rules, by a small parser
   "$PY" -c '
 import re, sys

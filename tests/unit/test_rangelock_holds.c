@@ -1,0 +1,89 @@
+/* Several exclusive holds at once (the pipelined sync) beside the one-window
+ * form (repairs, a check): a pending hold never waits for another pending
+ * one, granted holds exclude each other where they overlap, shrinking lets
+ * a writer in, and writes wait for pending holds (no starvation). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rangelock.h"
+
+static struct bm_rangelock rl;
+static atomic_int window_granted, writer_in;
+
+static void *window_thread(void *arg)
+{
+	(void)arg;
+	bm_rangelock_exclusive(&rl, 500, 1000); /* [500, 1500) */
+	atomic_store(&window_granted, 1);
+	bm_rangelock_exclusive_release(&rl);
+	return NULL;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct bm_range_hold h;
+	uint64_t *at = arg;
+
+	bm_rangelock_shared(&rl, &h, *at, 10);
+	atomic_store(&writer_in, 1);
+	bm_rangelock_shared_release(&rl, &h);
+	return NULL;
+}
+
+static void wait_for(atomic_int *v)
+{
+	for (int i = 0; i < 5000 && !atomic_load(v); i++)
+		usleep(1000);
+}
+
+int main(void)
+{
+	struct bm_range_hold a, b, c;
+	pthread_t win, wr;
+	uint64_t at = 1200;
+
+	bm_rangelock_init(&rl);
+	/* Two chunks of a copy, side by side: both granted at once. */
+	bm_rangelock_excl_hold(&rl, &a, 0, 1000);
+	bm_rangelock_excl_hold(&rl, &b, 1000, 1000);
+	/* A window over both waits (pending) ... */
+	pthread_create(&win, NULL, window_thread, NULL);
+	usleep(30000);
+	CHECK_EQ(atomic_load(&window_granted), 0);
+	/* ... which does not stop the copy's next chunk, */
+	bm_rangelock_excl_hold(&rl, &c, 2000, 1000);
+	/* and a write into it waits for it (pending, not yet granted). */
+	pthread_create(&wr, NULL, writer_thread, &at);
+	usleep(30000);
+	CHECK_EQ(atomic_load(&writer_in), 0);
+	bm_rangelock_excl_release(&rl, &a);
+	usleep(30000);
+	CHECK_EQ(atomic_load(&window_granted), 0); /* b still overlaps */
+	/* b shrinks off the window's range: the window gets in, then the
+	 * writer (no hold left over 1200). */
+	bm_rangelock_excl_shrink(&rl, &b, 600); /* [1000, 1600) still overlaps */
+	usleep(30000);
+	CHECK_EQ(atomic_load(&window_granted), 0);
+	bm_rangelock_excl_release(&rl, &b);
+	wait_for(&window_granted);
+	CHECK_EQ(atomic_load(&window_granted), 1);
+	pthread_join(win, NULL);
+	wait_for(&writer_in);
+	CHECK_EQ(atomic_load(&writer_in), 1);
+	pthread_join(wr, NULL);
+	/* A shrunk hold lets a writer beyond its new end in. */
+	atomic_store(&writer_in, 0);
+	at = 2700;
+	pthread_create(&wr, NULL, writer_thread, &at);
+	usleep(30000);
+	CHECK_EQ(atomic_load(&writer_in), 0);
+	bm_rangelock_excl_shrink(&rl, &c, 500);
+	wait_for(&writer_in);
+	CHECK_EQ(atomic_load(&writer_in), 1);
+	pthread_join(wr, NULL);
+	bm_rangelock_excl_release(&rl, &c);
+	bm_rangelock_destroy(&rl);
+	return check_exit();
+}
