@@ -5,6 +5,8 @@
 # ones is not compared, and check says it skipped it.
 . "$(dirname "$0")/lib.sh"
 mkimg 65 a b c d e
+# data on the sources: holes are not copied, and the copies must take time
+for f in c d; do head -c 64M /dev/urandom | dd of="$T/$f" conv=notrunc status=none; done
 for v in check repair; do
   out=$(bm $v --help) || fail "$v --help exited $?"
   [ "$out" = "usage: blkmirror $v NAME" ] || fail "$v --help: $out"
@@ -25,7 +27,7 @@ serve m1
 expect_error "'m1' has 1 ACTIVE component; nbd.*s.disk.sock is SYNCHRONIZING: a check needs two or more" bm check m1
 expect_error "'m1' has 1 ACTIVE component; .* is SYNCHRONIZING: a repair needs two or more" bm repair m1
 # m2: a third component being copied: d and e are compared, t skipped.
-disk t 65M --filter=delay wdelay=150ms
+disk t 65M --filter=delay wdelay=2
 bm label m2 "$T/d" "$T/e" "$(disk_uri t)"
 serve m2
 for _ in $(seq 1 600); do

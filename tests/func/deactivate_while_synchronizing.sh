@@ -4,8 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 need nbdcopy
 mkimg 32 a
+head -c 31M /dev/urandom | dd of="$T/a" conv=notrunc status=none # holes are not copied
 head -c $((8 * MIB)) /dev/urandom | dd of="$T/a" conv=notrunc status=none
-disk slow 32M --filter=delay wdelay=100ms
+disk slow 32M --filter=delay wdelay=1
 bm label m0 "$T/a" "$(disk_uri slow)"
 serve m0
 for _ in $(seq 1 200); do

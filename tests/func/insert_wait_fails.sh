@@ -3,6 +3,8 @@
 # mirror keeps serving from the others.
 . "$(dirname "$0")/lib.sh"
 mkimg 64 a b
+head -c 63M /dev/urandom | dd of="$T/a" conv=notrunc status=none # holes are not copied
+cp "$T/a" "$T/b"
 disk d0 64M --filter=error --filter=delay error-pwrite=EIO \
   error-pwrite-rate=100% error-pwrite-file="$T/fail" wdelay=20ms
 bm label -n m0 "$T/a" "$T/b"

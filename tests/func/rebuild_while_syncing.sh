@@ -8,7 +8,9 @@ need nbdsh
 need nbdcopy
 tool=$(dirname "$0")/../tools/acked_writes.py
 mkimg 32 a b
-disk slow 32M --filter=delay wdelay=100ms
+head -c 31M /dev/urandom | dd of="$T/a" conv=notrunc status=none # holes are not copied
+cp "$T/a" "$T/b"
+disk slow 32M --filter=delay wdelay=300ms
 bm label -n m0 "$T/a" "$T/b" "$(disk_uri slow)"
 serve m0
 "$PY" "$tool" write "$(uri m0)" "$T/acked" 400 16 6 >"$T/writer.out" 2>&1 &
