@@ -13,7 +13,8 @@
  * start of the oldest unfinished chunk.
  *
  * Range holds.  Each chunk is copied under its own exclusive hold
- * (rangelock.h), taken before the source is asked anything and released
+ * (rangelock.h; asked politely: an older window of a repair or a check
+ * goes first), taken before the source is asked anything and released
  * when the target's write has completed, so a client write to that range
  * either finished before the copy read the source or starts after the copy
  * wrote the target: the target ends with the newest data.  Client writes
@@ -430,9 +431,10 @@ static void rate_sample(struct bm_mirror *m, struct pace *p, uint64_t now,
 /*
  * Prepares the chunk at off in c: what the source holds there, under the
  * chunk's hold.  data_until: the source said data up to there (no need to
- * ask again before it).
+ * ask again before it).  False when the hold was not granted in WAIT_MS
+ * (an older window waits for this copy's chunks: tend to them first).
  */
-static void chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
+static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
                           uint64_t *data_until)
 {
 	struct bm_mirror *m = run->m;
@@ -458,10 +460,11 @@ static void chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
 	c->stage = ST_READ;
 	c->tried = 0;
 	c->result = 0;
-	bm_rangelock_excl_hold(&m->rl, &c->hold, off, len);
+	if (!bm_rangelock_excl_try_hold(&m->rl, &c->hold, off, len, WAIT_MS))
+		return false;
 	c->held = true;
 	if (!zero)
-		return;
+		return true;
 	/* Again under the hold: a client write may have landed. */
 	ask_extent(m, xs, off, len, &n, &zero);
 	if (!zero) {
@@ -476,6 +479,7 @@ static void chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
 	if (zero)
 		c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP
 		                                                      : CH_ZERO;
+	return true;
 }
 
 /* Starts a prepared chunk; false if it failed at once (c->result). */
@@ -664,7 +668,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 			if (!limit || now >= pace.next_ns) {
 				struct chunk *c =
 				        &run->ch[(run->head + run->count) % DEPTH];
-				chunk_prepare(run, c, next, &data_until);
+				if (!chunk_prepare(run, c, next, &data_until))
+					continue; /* (it waited WAIT_MS) */
 				run->count++;
 				next += c->len;
 				if (c->kind == CH_COPY && limit)
