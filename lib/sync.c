@@ -430,30 +430,45 @@ static void rate_sample(struct bm_mirror *m, struct pace *p, uint64_t now,
 
 /*
  * Prepares the chunk at off in c: what the source holds there, under the
- * chunk's hold.  data_until: the source said data up to there (no need to
- * ask again before it).  False when the hold was not granted in WAIT_MS
- * (an older window waits for this copy's chunks: tend to them first).
+ * chunk's hold.  A hole of the source is handled apart (skipped or
+ * trimmed) only when it is at least CHUNK_BYTES long: smaller ones are
+ * copied with the data around them, so a fragmented source costs full
+ * chunks, not thousands of tiny requests.  data_until: the source said
+ * data up to there (no need to ask again before it).  False when the hold
+ * was not granted in WAIT_MS (an older window waits for this copy's
+ * chunks: tend to them first).
  */
 static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
                           uint64_t *data_until)
 {
 	struct bm_mirror *m = run->m;
-	uint64_t left = m->size - off, len, n;
+	struct bm_component *xs = extent_source(m, run->t);
+	uint64_t left = m->size - off, n, len;
+	uint64_t window = left < ZERO_WINDOW ? left : ZERO_WINDOW;
 	bool zero = false;
-	struct bm_component *xs = NULL;
 
-	len = left < ZERO_WINDOW ? left : ZERO_WINDOW;
-	if (off >= *data_until) {
-		xs = extent_source(m, run->t);
-		ask_extent(m, xs, off, len, &n, &zero);
+	if (off < *data_until) {
+		n = *data_until - off;
+	} else {
+		ask_extent(m, xs, off, window, &n, &zero);
 		if (!zero)
 			*data_until = off + n;
+		else if (n < CHUNK_BYTES && n < left)
+			zero = false; /* a small hole: copied with what follows */
+	}
+	if (zero) {
 		len = n;
 	} else {
-		len = *data_until - off;
+		len = left < CHUNK_BYTES ? left : CHUNK_BYTES;
+		if (n < len) {
+			/* stop before a large hole that starts inside */
+			uint64_t z;
+			bool hole;
+			ask_extent(m, xs, off + n, window - n, &z, &hole);
+			if (hole && (z >= CHUNK_BYTES || off + n + z >= m->size))
+				len = n;
+		}
 	}
-	if (!zero && len > CHUNK_BYTES)
-		len = CHUNK_BYTES;
 	c->off = off;
 	c->len = (uint32_t)len;
 	c->kind = CH_COPY;
@@ -467,18 +482,18 @@ static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
 		return true;
 	/* Again under the hold: a client write may have landed. */
 	ask_extent(m, xs, off, len, &n, &zero);
-	if (!zero) {
-		*data_until = off + n;
-		if (n > CHUNK_BYTES)
-			n = CHUNK_BYTES;
+	if (!zero || (n < CHUNK_BYTES && n < len)) {
+		if (len > CHUNK_BYTES) { /* copy a chunk of it */
+			bm_rangelock_excl_shrink(&m->rl, &c->hold, CHUNK_BYTES);
+			c->len = CHUNK_BYTES;
+		}
+		return true;
 	}
 	if (n < len) {
 		bm_rangelock_excl_shrink(&m->rl, &c->hold, n);
 		c->len = (uint32_t)n;
 	}
-	if (zero)
-		c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP
-		                                                      : CH_ZERO;
+	c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP : CH_ZERO;
 	return true;
 }
 
