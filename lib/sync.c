@@ -22,8 +22,9 @@
  * stays current; client reads never go to a SYNCHRONIZING component.
  *
  * Thin copies.  The source is asked what it holds (the backend's extent
- * op: SEEK_DATA/SEEK_HOLE, NBD block status): a run that reads as zeros on
- * the source is not copied.  Under the run's hold the answer is asked again
+ * op: SEEK_DATA/SEEK_HOLE, NBD block status): a run of at least a chunk
+ * that reads as zeros on the source is not copied (smaller holes go with
+ * the data around them).  Under the run's hold the answer is asked again
  * (a client write may have landed meanwhile); then, if the target also
  * reads zeros there, nothing is done, else the target's range is trimmed
  * (a file gets a hole, NBD a zero request that may unmap, a block device
