@@ -1,5 +1,8 @@
 /* Shared/exclusive range holds; see rangelock.h for why they exist and why
  * they cannot deadlock. */
+#include <errno.h>
+
+#include "deadline.h"
 #include "rangelock.h"
 
 static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
@@ -99,6 +102,44 @@ void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
 		pthread_cond_wait(&rl->cond, &rl->lock);
 	h->granted = true;
 	pthread_mutex_unlock(&rl->lock);
+}
+
+/* No older pending exclusive hold over h (older ones are further down the
+ * list: holds are linked at the front).  Caller holds rl->lock. */
+static bool no_older_pending(struct bm_range_hold *h)
+{
+	for (struct bm_range_hold *e = h->next; e; e = e->next)
+		if (!e->granted && overlaps(h->start, h->end, e->start, e->end))
+			return false;
+	return true;
+}
+
+bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
+                                struct bm_range_hold *h, uint64_t start,
+                                uint64_t len, long timeout_ms)
+{
+	struct timespec deadline = bm_deadline_ms(CLOCK_REALTIME, timeout_ms);
+	bool ok;
+
+	h->start = start;
+	h->end = start + (len ? len : 1);
+	h->granted = false;
+	pthread_mutex_lock(&rl->lock);
+	link_front(&rl->excl, h);
+	while (!(ok = grantable(rl, h) && no_older_pending(h)) &&
+	       pthread_cond_timedwait(&rl->cond, &rl->lock, &deadline) !=
+	               ETIMEDOUT)
+		;
+	if (!ok)
+		ok = grantable(rl, h) && no_older_pending(h);
+	if (ok) {
+		h->granted = true;
+	} else {
+		unlink_hold(&rl->excl, h);
+		pthread_cond_broadcast(&rl->cond); /* writes waited for it */
+	}
+	pthread_mutex_unlock(&rl->lock);
+	return ok;
 }
 
 void bm_rangelock_excl_shrink(struct bm_rangelock *rl,

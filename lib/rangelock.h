@@ -18,6 +18,13 @@
  * sync, holding chunks, can ask for the next one while a repair or a check
  * waits for one of its chunks, and nobody deadlocks.
  *
+ * A copier that keeps many holds and moves on (the sync) asks politely
+ * (bm_rangelock_excl_try_hold): it also waits for older pending holds
+ * that overlap, so a repair's or a check's window is not starved by a
+ * slow copy walking through it, and it gives up after a while (the hold is
+ * then not taken) so that it can tend to its own chunks first: it never
+ * waits for a hold that waits for it.
+ *
  * bm_rangelock_exclusive() / _release() are the one-window form (repairs,
  * a check job): one such window per lock at a time (a second caller waits
  * for the first to release), alongside any number of explicit holds.
@@ -54,6 +61,11 @@ void bm_rangelock_shared_release(struct bm_rangelock *rl,
  * released); returns once granted. */
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len);
+/* The polite form: true once granted; false (h not held) after
+ * timeout_ms. */
+bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
+                                struct bm_range_hold *h, uint64_t start,
+                                uint64_t len, long timeout_ms);
 /* Shortens a granted hold to [start, start+len) (len <= its length). */
 void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
                               struct bm_range_hold *h, uint64_t len);

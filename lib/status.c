@@ -59,9 +59,9 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 			detail[0] = ',';
 			detail[1] = ' ';
 			bm_sync_progress_text(m, i, detail + 2, sizeof(detail) - 2);
-		}
-		else if (s != BM_CS_ACTIVE)
+		} else if (s != BM_CS_ACTIVE) {
 			snprintf(detail, sizeof(detail), ": %s", c->why);
+		}
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
 		       shown ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
 		       bm_comp_state_name(s), detail);

@@ -13,7 +13,8 @@
  * start of the oldest unfinished chunk.
  *
  * Range holds.  Each chunk is copied under its own exclusive hold
- * (rangelock.h), taken before the source is asked anything and released
+ * (rangelock.h; asked politely: an older window of a repair or a check
+ * goes first), taken before the source is asked anything and released
  * when the target's write has completed, so a client write to that range
  * either finished before the copy read the source or starts after the copy
  * wrote the target: the target ends with the newest data.  Client writes
@@ -21,8 +22,9 @@
  * stays current; client reads never go to a SYNCHRONIZING component.
  *
  * Thin copies.  The source is asked what it holds (the backend's extent
- * op: SEEK_DATA/SEEK_HOLE, NBD block status): a run that reads as zeros on
- * the source is not copied.  Under the run's hold the answer is asked again
+ * op: SEEK_DATA/SEEK_HOLE, NBD block status): a run of at least a chunk
+ * that reads as zeros on the source is not copied (smaller holes go with
+ * the data around them).  Under the run's hold the answer is asked again
  * (a client write may have landed meanwhile); then, if the target also
  * reads zeros there, nothing is done, else the target's range is trimmed
  * (a file gets a hole, NBD a zero request that may unmap, a block device
@@ -429,53 +431,71 @@ static void rate_sample(struct bm_mirror *m, struct pace *p, uint64_t now,
 
 /*
  * Prepares the chunk at off in c: what the source holds there, under the
- * chunk's hold.  data_until: the source said data up to there (no need to
- * ask again before it).
+ * chunk's hold.  A hole of the source is handled apart (skipped or
+ * trimmed) only when it is at least CHUNK_BYTES long: smaller ones are
+ * copied with the data around them, so a fragmented source costs full
+ * chunks, not thousands of tiny requests.  data_until: the source said
+ * data up to there (no need to ask again before it).  False when the hold
+ * was not granted in WAIT_MS (an older window waits for this copy's
+ * chunks: tend to them first).
  */
-static void chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
+static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
                           uint64_t *data_until)
 {
 	struct bm_mirror *m = run->m;
-	uint64_t left = m->size - off, len, n;
+	struct bm_component *xs = extent_source(m, run->t);
+	uint64_t left = m->size - off, n, len;
+	uint64_t window = left < ZERO_WINDOW ? left : ZERO_WINDOW;
 	bool zero = false;
-	struct bm_component *xs = NULL;
 
-	len = left < ZERO_WINDOW ? left : ZERO_WINDOW;
-	if (off >= *data_until) {
-		xs = extent_source(m, run->t);
-		ask_extent(m, xs, off, len, &n, &zero);
+	if (off < *data_until) {
+		n = *data_until - off;
+	} else {
+		ask_extent(m, xs, off, window, &n, &zero);
 		if (!zero)
 			*data_until = off + n;
+		else if (n < CHUNK_BYTES && n < left)
+			zero = false; /* a small hole: copied with what follows */
+	}
+	if (zero) {
 		len = n;
 	} else {
-		len = *data_until - off;
+		len = left < CHUNK_BYTES ? left : CHUNK_BYTES;
+		if (n < len) {
+			/* stop before a large hole that starts inside */
+			uint64_t z;
+			bool hole;
+			ask_extent(m, xs, off + n, window - n, &z, &hole);
+			if (hole && (z >= CHUNK_BYTES || off + n + z >= m->size))
+				len = n;
+		}
 	}
-	if (!zero && len > CHUNK_BYTES)
-		len = CHUNK_BYTES;
 	c->off = off;
 	c->len = (uint32_t)len;
 	c->kind = CH_COPY;
 	c->stage = ST_READ;
 	c->tried = 0;
 	c->result = 0;
-	bm_rangelock_excl_hold(&m->rl, &c->hold, off, len);
+	if (!bm_rangelock_excl_try_hold(&m->rl, &c->hold, off, len, WAIT_MS))
+		return false;
 	c->held = true;
 	if (!zero)
-		return;
+		return true;
 	/* Again under the hold: a client write may have landed. */
 	ask_extent(m, xs, off, len, &n, &zero);
-	if (!zero) {
-		*data_until = off + n;
-		if (n > CHUNK_BYTES)
-			n = CHUNK_BYTES;
+	if (!zero || (n < CHUNK_BYTES && n < len)) {
+		if (len > CHUNK_BYTES) { /* copy a chunk of it */
+			bm_rangelock_excl_shrink(&m->rl, &c->hold, CHUNK_BYTES);
+			c->len = CHUNK_BYTES;
+		}
+		return true;
 	}
 	if (n < len) {
 		bm_rangelock_excl_shrink(&m->rl, &c->hold, n);
 		c->len = (uint32_t)n;
 	}
-	if (zero)
-		c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP
-		                                                      : CH_ZERO;
+	c->kind = target_reads_zeros(m, run->t, off, c->len) ? CH_SKIP : CH_ZERO;
+	return true;
 }
 
 /* Starts a prepared chunk; false if it failed at once (c->result). */
@@ -665,7 +685,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 			if (!limit || now >= pace.next_ns) {
 				struct chunk *c =
 				        &run->ch[(run->head + run->count) % DEPTH];
-				chunk_prepare(run, c, next, &data_until);
+				if (!chunk_prepare(run, c, next, &data_until))
+					continue; /* (it waited WAIT_MS) */
 				run->count++;
 				next += c->len;
 				if (c->kind == CH_COPY && limit)

@@ -7,8 +7,12 @@
 need qemu-io
 need nbdkit
 mkimg 64 a
-# the source: 1 MiB of data at 10 MiB, holes elsewhere
+# the source: 1 MiB of data at 10 MiB, and 4 KiB every 256 KiB from 30 to
+# 40 MiB (small holes between: copied with the data, as zeros), holes
+# elsewhere
 qemu-io -f raw "$T/a" -c 'write -P 0x5a 10M 1M' >/dev/null
+cmds=(); for k in $(seq 0 39); do cmds+=(-c "write -P 0x5b $((30 * MIB + k * 262144)) 4k"); done
+qemu-io -f raw "$T/a" "${cmds[@]}" >/dev/null
 # targets: old data everywhere (0x33), a plain file and an NBD file export
 for f in old t2.img; do
   head -c $((64 * MIB)) /dev/zero | tr '\0' '\063' >"$T/$f"
@@ -24,10 +28,12 @@ n=$(data_size "$T/a")
 same_data "$T/a" "$T/old" "$n"
 same_data "$T/a" "$T/t2.img" "$n"
 qemu-io -f raw "$T/old" -c 'read -P 0 0 10M' -c 'read -P 0x5a 10M 1M' \
-  -c 'read -P 0 11M 52M' >/dev/null || fail "old data left on the target"
+  -c 'read -P 0 11M 19M' -c 'read -P 0x5b 30M 4k' -c "read -P 0 $((30 * MIB + 4096)) 258048" \
+  -c 'read -P 0 40M 23M' >/dev/null || fail "old data left on the target"
 for f in old t2.img; do
+  # 1 MiB + the 10 MiB of small fragments + metadata, of 64 MiB
   kib=$(du -k "$T/$f" | cut -f1)
-  [ "$kib" -le 4096 ] || fail "$f still takes $kib KiB after the sync"
+  [ "$kib" -le 16384 ] || fail "$f still takes $kib KiB after the sync"
 done
 
 # An NBD source (nbdkit memory: holes answer with the zero flag) onto a

@@ -1,7 +1,8 @@
 /* Several exclusive holds at once (the pipelined sync) beside the one-window
  * form (repairs, a check): a pending hold never waits for another pending
  * one, granted holds exclude each other where they overlap, shrinking lets
- * a writer in, and writes wait for pending holds (no starvation). */
+ * a writer in, writes wait for pending holds (no starvation), and the
+ * polite form yields to an older pending window. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -84,6 +85,29 @@ int main(void)
 	CHECK_EQ(atomic_load(&writer_in), 1);
 	pthread_join(wr, NULL);
 	bm_rangelock_excl_release(&rl, &c);
+
+	/* The polite form yields to an older pending window, and gives up
+	 * after its timeout (not held: a write gets in). */
+	atomic_store(&window_granted, 0);
+	bm_rangelock_excl_hold(&rl, &a, 0, 1000);
+	pthread_create(&win, NULL, window_thread, NULL); /* [500, 1500) */
+	usleep(30000);
+	if (bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 50)) {
+		CHECK(!"the polite hold got in before an older window");
+		bm_rangelock_excl_release(&rl, &b);
+	}
+	atomic_store(&writer_in, 0);
+	at = 1800;
+	pthread_create(&wr, NULL, writer_thread, &at);
+	wait_for(&writer_in);
+	CHECK_EQ(atomic_load(&writer_in), 1);
+	pthread_join(wr, NULL);
+	CHECK_EQ(atomic_load(&window_granted), 0);
+	bm_rangelock_excl_release(&rl, &a);
+	wait_for(&window_granted);
+	pthread_join(win, NULL);
+	CHECK(bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000));
+	bm_rangelock_excl_release(&rl, &b);
 	bm_rangelock_destroy(&rl);
 	return check_exit();
 }
