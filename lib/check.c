@@ -263,6 +263,7 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 		         "record the mirror's state; writes are refused");
 		return -EIO;
 	}
+	uint32_t all_first = len, all_last = 0;
 	for (int i = 0; i < m->ncomp; i++) {
 		if (!(mask & (1u << i)))
 			continue;
@@ -280,7 +281,17 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 		ops[n++] = (struct comp_op){.m = m, .comp = i, .op = BM_BOP_WRITE,
 		        .buf = bufs[ref] + first, .len = last - first,
 		        .off = off + first};
+		all_first = first < all_first ? first : all_first;
+		all_last = last > all_last ? last : all_last;
 	}
+	/* A copy being made may already hold this chunk, from a component
+	 * that is wrong here: it gets the reference's data too (no sync chunk
+	 * overlaps the window while it is held). */
+	for (int i = 0; all_first < all_last && i < m->ncomp; i++)
+		if (atomic_load(&m->comp[i].state) == BM_CS_SYNCHRONIZING)
+			ops[n++] = (struct comp_op){.m = m, .comp = i,
+			        .op = BM_BOP_WRITE, .buf = bufs[ref] + all_first,
+			        .len = all_last - all_first, .off = off + all_first};
 	run_parallel(ops, n);
 	bm_ra_invalidate(m, off, len);
 	atomic_store(&m->last_write_ms, bm_now_ms());
@@ -307,11 +318,16 @@ static int one_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 	struct comp_op ops[BM_MAX_COMPONENTS];
 	uint32_t mask, ok = 0, readerr = 0;
 	int n = 0, err = 0;
+	struct bm_range_hold hold;
 
-	bm_rangelock_exclusive(&m->rl, off, len);
+	/* Cancellable: a client write held by a component that hangs (the
+	 * last ACTIVE one is never given up) must not keep close waiting. */
+	if (!bm_rangelock_excl_hold_cancellable(&m->rl, &hold, off, len,
+	                                        &j->cancel))
+		return -ECANCELED;
 	mask = active_mask(m);
 	if (popcount(mask) < 2) {
-		bm_rangelock_exclusive_release(&m->rl);
+		bm_rangelock_excl_release(&m->rl, &hold);
 		snprintf(j->fatal, sizeof(j->fatal), "fewer than two ACTIVE "
 		         "components left at offset %" PRIu64, off);
 		return -ENODEV;
@@ -345,7 +361,7 @@ static int one_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 	}
 	if (j->repair && chunk_diff)
 		err = repair_chunk(j, off, len, bufs, ref, chunk_diff);
-	bm_rangelock_exclusive_release(&m->rl);
+	bm_rangelock_excl_release(&m->rl, &hold);
 
 	for (int k = 0; k < n; k++) {
 		int c = ops[k].comp, e = ops[k].err;
@@ -425,6 +441,10 @@ static void *job_main(void *arg)
 		uint32_t len = m->size - off < CHUNK_BYTES
 		               ? (uint32_t)(m->size - off) : CHUNK_BYTES;
 		err = one_chunk(j, off, len, bufs);
+		if (err == -ECANCELED) {
+			err = 0; /* cancelled while waiting for the window */
+			break;
+		}
 		off += len;
 		pthread_mutex_lock(&j->lock);
 		j->done = off;

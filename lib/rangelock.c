@@ -104,6 +104,32 @@ void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
 	pthread_mutex_unlock(&rl->lock);
 }
 
+bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
+                                        struct bm_range_hold *h,
+                                        uint64_t start, uint64_t len,
+                                        const atomic_bool *cancel)
+{
+	bool ok;
+
+	h->start = start;
+	h->end = start + (len ? len : 1);
+	h->granted = false;
+	pthread_mutex_lock(&rl->lock);
+	link_front(&rl->excl, h);
+	while (!(ok = grantable(rl, h)) && !atomic_load(cancel)) {
+		struct timespec dl = bm_deadline_ms(CLOCK_REALTIME, 100);
+		pthread_cond_timedwait(&rl->cond, &rl->lock, &dl);
+	}
+	if (ok) {
+		h->granted = true;
+	} else {
+		unlink_hold(&rl->excl, h);
+		pthread_cond_broadcast(&rl->cond); /* writes waited for it */
+	}
+	pthread_mutex_unlock(&rl->lock);
+	return ok;
+}
+
 /* No older pending exclusive hold over h (older ones are further down the
  * list: holds are linked at the front).  Caller holds rl->lock. */
 static bool no_older_pending(struct bm_range_hold *h)

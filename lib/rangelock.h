@@ -32,6 +32,7 @@
 #ifndef BM_RANGELOCK_H
 #define BM_RANGELOCK_H
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -61,6 +62,12 @@ void bm_rangelock_shared_release(struct bm_rangelock *rl,
  * released); returns once granted. */
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len);
+/* The same, giving up (h not held, false) once *cancel is true: looked at
+ * every 100 ms while it waits. */
+bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
+                                        struct bm_range_hold *h,
+                                        uint64_t start, uint64_t len,
+                                        const atomic_bool *cancel);
 /* The polite form: true once granted; false (h not held) after
  * timeout_ms. */
 bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,

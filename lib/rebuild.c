@@ -268,6 +268,16 @@ static int activate_serialized(bm_mirror *m, const char *path)
 		return bm_error(EBUSY, "%s still has %d request%s outstanding "
 		                "from before it was deactivated; try again",
 		                c->path, busy, busy == 1 ? "" : "s");
+	/* A copy of it that began before it was deactivated may still be
+	 * winding down (its source reads, its checkpoint): until it lets go
+	 * (sync_target), it could store its old offset over the new copy's 0
+	 * and declare the component in sync without the writes it missed. */
+	for (int waited = 0; atomic_load(&m->sync_target) == c; waited += 10) {
+		if (waited >= DRAIN_WAIT_MS)
+			return bm_error(EBUSY, "the copy of %s that was stopped has "
+			                "not let go yet; try again", c->path);
+		usleep(10000);
+	}
 	err = lease_is_ours(m, c, c->be);
 	if (err < 0)
 		return err;

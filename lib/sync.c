@@ -275,9 +275,15 @@ static struct bm_component *extent_source(struct bm_mirror *m,
 
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
-		if (c == t || atomic_load(&c->state) != BM_CS_ACTIVE || !c->be)
+		if (c == t || atomic_load(&c->state) != BM_CS_ACTIVE)
 			continue;
-		if (c->be->ops->extent)
+		/* held while looked at: a removal closes it once unused */
+		struct bm_backend *be = bm_comp_get(c);
+		if (!be)
+			continue;
+		bool tells = be->ops->extent != NULL;
+		bm_comp_put(c);
+		if (tells)
 			return c;
 		if (!any)
 			any = c;
