@@ -14,8 +14,9 @@
  * the queue as the socket drains.  So a client that stops reading blocks no
  * backend thread: its replies pile up in its own queue (bounded by its
  * budget), and when they make no progress for reply_timeout_ms the
- * connection is closed and the queue dropped.  A read's buffer is freed
- * when its reply has been sent; a write's when the write completes.
+ * connection is closed and the queue dropped.  A read's buffer goes back
+ * to the pool (bufpool.c: reused warm) when its reply has been sent; a
+ * write's when the write completes.
  *
  * A connection is freed when both its reader and its writer have stopped;
  * the writer stops only when the reader has and no request is pending, so
@@ -46,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "error.h"
 #include "nbd_parse.h"
 #include "nbd_proto.h"
@@ -53,11 +55,11 @@
 #include "unix_socket.h"
 
 /* Budget charge of a request without data (its bookkeeping), so that a
- * flood of FLUSHes is bounded too.  A request with data is charged its
- * length rounded up to 4 KiB (its buffer's alignment), which covers its
- * bookkeeping too. */
+ * flood of FLUSHes is bounded too.  A request with data is charged the
+ * memory its buffer really takes (the pool's size class: bufpool.c), which
+ * covers its bookkeeping too. */
 #define REQUEST_OVERHEAD 256u
-#define DATA_CHARGE(len) (((len) + 4095u) & ~4095u)
+#define DATA_CHARGE(len) ((uint32_t)bm_buf_capacity(len))
 /* How often a reader waiting for budget looks whether it should give up. */
 #define BUDGET_POLL_MS 200
 /* When the server stops, a client not reading its replies gets this long
@@ -121,6 +123,7 @@ struct nreq {
 	struct conn *c;
 	uint64_t cookie;
 	uint32_t charge;           /* budget held (see DATA_CHARGE) */
+	uint32_t buf_len;          /* io.buf's length for bm_buf_put */
 	uint16_t type;
 	uint8_t hdr[16];           /* the reply header */
 	uint32_t sent;             /* bytes of header + data already sent */
@@ -296,7 +299,7 @@ static void reply_finished_locked(struct conn *c, struct nreq *r)
 {
 	budget_give(&c->bytes, r->charge);
 	budget_give(&c->srv->bytes, r->charge);
-	free(r->io.buf);
+	bm_buf_put(r->io.buf, r->buf_len);
 	free(r);
 	if (atomic_fetch_sub(&c->pending, 1) == 1 && c->reader_done)
 		pthread_cond_signal(&c->send_cond);
@@ -461,7 +464,7 @@ static void request_done(struct bm_io *io, int result)
 		/* A write's payload (or a failed read's buffer) is not needed
 		 * for the reply: give it back now. */
 		uint32_t data = r->charge - REQUEST_OVERHEAD;
-		free(io->buf);
+		bm_buf_put(io->buf, r->buf_len);
 		io->buf = NULL;
 		r->charge = REQUEST_OVERHEAD; /* until the reply is sent */
 		budget_give(&c->bytes, data);
@@ -502,7 +505,7 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 	if (take_budget(c, charge) < 0)
 		return NULL;
 	r = calloc(1, sizeof(*r));
-	if (r && data_len && posix_memalign(&r->io.buf, 4096, data_len)) {
+	if (r && data_len && !(r->io.buf = bm_buf_get(data_len))) {
 		free(r);
 		r = NULL;
 	}
@@ -512,6 +515,7 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 		return NULL;
 	}
 	r->c = c;
+	r->buf_len = data_len;
 	r->cookie = q->cookie;
 	r->type = q->type;
 	r->charge = charge;
