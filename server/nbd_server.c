@@ -523,7 +523,69 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 	return r;
 }
 
-static int start_request(struct conn *c, const struct nbd_request *q)
+/*
+ * The reader's input: requests are read through a buffer, so that a client
+ * with many requests in flight costs one read(2) per batch of headers (and
+ * of small write payloads), not one per header.  A large payload is read
+ * straight into its request's buffer after what is already buffered.
+ */
+#define INBUF_SIZE (16u << 10)
+
+struct inbuf {
+	int fd;
+	uint32_t start, end;
+	uint8_t data[INBUF_SIZE];
+};
+
+/* Reads at least once into the free room: 0, or -errno / -EPIPE at EOF. */
+static int inbuf_fill(struct inbuf *in)
+{
+	if (in->start == in->end) {
+		in->start = in->end = 0;
+	} else if (in->start > INBUF_SIZE / 2) {
+		memmove(in->data, in->data + in->start, in->end - in->start);
+		in->end -= in->start;
+		in->start = 0;
+	}
+	for (;;) {
+		ssize_t n = read(in->fd, in->data + in->end, INBUF_SIZE - in->end);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		in->end += (uint32_t)n;
+		return 0;
+	}
+}
+
+/* Reads exactly len bytes into dst (what is buffered first). */
+static int inbuf_read(struct inbuf *in, void *dst, size_t len)
+{
+	char *p = dst;
+
+	while (len) {
+		uint32_t have = in->end - in->start;
+		if (have) {
+			uint32_t n = len < have ? (uint32_t)len : have;
+			memcpy(p, in->data + in->start, n);
+			in->start += n;
+			p += n;
+			len -= n;
+			continue;
+		}
+		if (len >= INBUF_SIZE / 2)
+			return bm_read_full(in->fd, p, len);
+		int err = inbuf_fill(in);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+static int start_request(struct conn *c, struct inbuf *in,
+                         const struct nbd_request *q)
 {
 	bool has_data = q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE;
 	struct nreq *r = new_request(c, q, has_data ? q->length : 0);
@@ -543,7 +605,7 @@ static int start_request(struct conn *c, const struct nbd_request *q)
 	default: r->io.type = BM_IO_WRITE_ZEROES; break;
 	}
 	if (q->type == NBD_CMD_WRITE && q->length) {
-		err = bm_read_full(c->fd, r->io.buf, q->length);
+		err = inbuf_read(in, r->io.buf, q->length);
 		if (err < 0) {
 			pthread_mutex_lock(&c->send_lock);
 			reply_finished_locked(c, r);
@@ -558,13 +620,13 @@ static int start_request(struct conn *c, const struct nbd_request *q)
 }
 
 /* Reads and discards len bytes (the payload of a write we refuse). */
-static int skip_payload(int fd, uint32_t len)
+static int skip_payload(struct inbuf *in, uint32_t len)
 {
 	char junk[4096];
 
 	while (len) {
 		uint32_t n = len < sizeof(junk) ? len : (uint32_t)sizeof(junk);
-		int err = bm_read_full(fd, junk, n);
+		int err = inbuf_read(in, junk, n);
 		if (err < 0)
 			return err;
 		len -= n;
@@ -576,23 +638,28 @@ static void transmission(struct conn *c)
 {
 	uint8_t hdr[NBD_REQUEST_SIZE];
 	struct nbd_request q;
+	struct inbuf *in = malloc(sizeof(*in));
 
+	if (!in)
+		return;
+	in->fd = c->fd;
+	in->start = in->end = 0;
 	while (!atomic_load(&c->dead)) {
 		uint32_t nbd_err, payload;
-		if (bm_read_full(c->fd, hdr, sizeof(hdr)) < 0)
-			return;
+		if (inbuf_read(in, hdr, sizeof(hdr)) < 0)
+			break;
 		if (nbd_parse_request(hdr, &q) < 0)
-			return; /* bad magic: the stream is lost */
+			break; /* bad magic: the stream is lost */
 		switch (nbd_check_request(&q, c->srv->exp.size, BM_MAX_IO,
 		                          &nbd_err, &payload)) {
 		case NBD_HANG_UP:
-			return;
+			goto out;
 		case NBD_REPLY_ERROR: {
-			if (skip_payload(c->fd, payload) < 0)
-				return;
+			if (skip_payload(in, payload) < 0)
+				goto out;
 			struct nreq *r = new_request(c, &q, 0);
 			if (!r)
-				return;
+				goto out;
 			reply_fill(r, nbd_err, 0);
 			reply_send(c, r);
 			continue;
@@ -601,10 +668,12 @@ static void transmission(struct conn *c)
 			break;
 		}
 		if (q.type == NBD_CMD_DISC)
-			return; /* in-flight requests still reply */
-		if (start_request(c, &q) < 0)
-			return;
+			break; /* in-flight requests still reply */
+		if (start_request(c, in, &q) < 0)
+			break;
 	}
+out:
+	free(in);
 }
 
 static void *conn_main(void *arg)
