@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "mirror.h"
 #include "readahead.h"
 
@@ -110,7 +111,7 @@ static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 {
 	ra->bytes -= c->len;
 	atomic_fetch_sub(&ra->nchunks, 1);
-	free(c->buf);
+	bm_buf_put(c->buf, c->len); /* bufpool.c: reused warm */
 	free(c);
 }
 
@@ -246,7 +247,7 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 		if (ra->bytes + len > ra->cap)
 			break;
 		struct ra_chunk *c = calloc(1, sizeof(*c));
-		if (!c || posix_memalign(&c->buf, 4096, len)) {
+		if (!c || !(c->buf = bm_buf_get(len))) {
 			free(c);
 			break;
 		}

@@ -14,8 +14,9 @@
  * the queue as the socket drains.  So a client that stops reading blocks no
  * backend thread: its replies pile up in its own queue (bounded by its
  * budget), and when they make no progress for reply_timeout_ms the
- * connection is closed and the queue dropped.  A read's buffer is freed
- * when its reply has been sent; a write's when the write completes.
+ * connection is closed and the queue dropped.  A read's buffer goes back
+ * to the pool (bufpool.c: reused warm) when its reply has been sent; a
+ * write's when the write completes.
  *
  * A connection is freed when both its reader and its writer have stopped;
  * the writer stops only when the reader has and no request is pending, so
@@ -46,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "error.h"
 #include "nbd_parse.h"
 #include "nbd_proto.h"
@@ -53,11 +55,11 @@
 #include "unix_socket.h"
 
 /* Budget charge of a request without data (its bookkeeping), so that a
- * flood of FLUSHes is bounded too.  A request with data is charged its
- * length rounded up to 4 KiB (its buffer's alignment), which covers its
- * bookkeeping too. */
+ * flood of FLUSHes is bounded too.  A request with data is charged the
+ * memory its buffer really takes (the pool's size class: bufpool.c), which
+ * covers its bookkeeping too. */
 #define REQUEST_OVERHEAD 256u
-#define DATA_CHARGE(len) (((len) + 4095u) & ~4095u)
+#define DATA_CHARGE(len) ((uint32_t)bm_buf_capacity(len))
 /* How often a reader waiting for budget looks whether it should give up. */
 #define BUDGET_POLL_MS 200
 /* When the server stops, a client not reading its replies gets this long
@@ -121,6 +123,7 @@ struct nreq {
 	struct conn *c;
 	uint64_t cookie;
 	uint32_t charge;           /* budget held (see DATA_CHARGE) */
+	uint32_t buf_len;          /* io.buf's length for bm_buf_put */
 	uint16_t type;
 	uint8_t hdr[16];           /* the reply header */
 	uint32_t sent;             /* bytes of header + data already sent */
@@ -296,7 +299,7 @@ static void reply_finished_locked(struct conn *c, struct nreq *r)
 {
 	budget_give(&c->bytes, r->charge);
 	budget_give(&c->srv->bytes, r->charge);
-	free(r->io.buf);
+	bm_buf_put(r->io.buf, r->buf_len);
 	free(r);
 	if (atomic_fetch_sub(&c->pending, 1) == 1 && c->reader_done)
 		pthread_cond_signal(&c->send_cond);
@@ -461,7 +464,7 @@ static void request_done(struct bm_io *io, int result)
 		/* A write's payload (or a failed read's buffer) is not needed
 		 * for the reply: give it back now. */
 		uint32_t data = r->charge - REQUEST_OVERHEAD;
-		free(io->buf);
+		bm_buf_put(io->buf, r->buf_len);
 		io->buf = NULL;
 		r->charge = REQUEST_OVERHEAD; /* until the reply is sent */
 		budget_give(&c->bytes, data);
@@ -502,7 +505,7 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 	if (take_budget(c, charge) < 0)
 		return NULL;
 	r = calloc(1, sizeof(*r));
-	if (r && data_len && posix_memalign(&r->io.buf, 4096, data_len)) {
+	if (r && data_len && !(r->io.buf = bm_buf_get(data_len))) {
 		free(r);
 		r = NULL;
 	}
@@ -512,6 +515,7 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 		return NULL;
 	}
 	r->c = c;
+	r->buf_len = data_len;
 	r->cookie = q->cookie;
 	r->type = q->type;
 	r->charge = charge;
@@ -519,7 +523,69 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 	return r;
 }
 
-static int start_request(struct conn *c, const struct nbd_request *q)
+/*
+ * The reader's input: requests are read through a buffer, so that a client
+ * with many requests in flight costs one read(2) per batch of headers (and
+ * of small write payloads), not one per header.  A large payload is read
+ * straight into its request's buffer after what is already buffered.
+ */
+#define INBUF_SIZE (16u << 10)
+
+struct inbuf {
+	int fd;
+	uint32_t start, end;
+	uint8_t data[INBUF_SIZE];
+};
+
+/* Reads at least once into the free room: 0, or -errno / -EPIPE at EOF. */
+static int inbuf_fill(struct inbuf *in)
+{
+	if (in->start == in->end) {
+		in->start = in->end = 0;
+	} else if (in->start > INBUF_SIZE / 2) {
+		memmove(in->data, in->data + in->start, in->end - in->start);
+		in->end -= in->start;
+		in->start = 0;
+	}
+	for (;;) {
+		ssize_t n = read(in->fd, in->data + in->end, INBUF_SIZE - in->end);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		in->end += (uint32_t)n;
+		return 0;
+	}
+}
+
+/* Reads exactly len bytes into dst (what is buffered first). */
+static int inbuf_read(struct inbuf *in, void *dst, size_t len)
+{
+	char *p = dst;
+
+	while (len) {
+		uint32_t have = in->end - in->start;
+		if (have) {
+			uint32_t n = len < have ? (uint32_t)len : have;
+			memcpy(p, in->data + in->start, n);
+			in->start += n;
+			p += n;
+			len -= n;
+			continue;
+		}
+		if (len >= INBUF_SIZE / 2)
+			return bm_read_full(in->fd, p, len);
+		int err = inbuf_fill(in);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+static int start_request(struct conn *c, struct inbuf *in,
+                         const struct nbd_request *q)
 {
 	bool has_data = q->type == NBD_CMD_READ || q->type == NBD_CMD_WRITE;
 	struct nreq *r = new_request(c, q, has_data ? q->length : 0);
@@ -539,7 +605,7 @@ static int start_request(struct conn *c, const struct nbd_request *q)
 	default: r->io.type = BM_IO_WRITE_ZEROES; break;
 	}
 	if (q->type == NBD_CMD_WRITE && q->length) {
-		err = bm_read_full(c->fd, r->io.buf, q->length);
+		err = inbuf_read(in, r->io.buf, q->length);
 		if (err < 0) {
 			pthread_mutex_lock(&c->send_lock);
 			reply_finished_locked(c, r);
@@ -554,13 +620,13 @@ static int start_request(struct conn *c, const struct nbd_request *q)
 }
 
 /* Reads and discards len bytes (the payload of a write we refuse). */
-static int skip_payload(int fd, uint32_t len)
+static int skip_payload(struct inbuf *in, uint32_t len)
 {
 	char junk[4096];
 
 	while (len) {
 		uint32_t n = len < sizeof(junk) ? len : (uint32_t)sizeof(junk);
-		int err = bm_read_full(fd, junk, n);
+		int err = inbuf_read(in, junk, n);
 		if (err < 0)
 			return err;
 		len -= n;
@@ -572,23 +638,28 @@ static void transmission(struct conn *c)
 {
 	uint8_t hdr[NBD_REQUEST_SIZE];
 	struct nbd_request q;
+	struct inbuf *in = malloc(sizeof(*in));
 
+	if (!in)
+		return;
+	in->fd = c->fd;
+	in->start = in->end = 0;
 	while (!atomic_load(&c->dead)) {
 		uint32_t nbd_err, payload;
-		if (bm_read_full(c->fd, hdr, sizeof(hdr)) < 0)
-			return;
+		if (inbuf_read(in, hdr, sizeof(hdr)) < 0)
+			break;
 		if (nbd_parse_request(hdr, &q) < 0)
-			return; /* bad magic: the stream is lost */
+			break; /* bad magic: the stream is lost */
 		switch (nbd_check_request(&q, c->srv->exp.size, BM_MAX_IO,
 		                          &nbd_err, &payload)) {
 		case NBD_HANG_UP:
-			return;
+			goto out;
 		case NBD_REPLY_ERROR: {
-			if (skip_payload(c->fd, payload) < 0)
-				return;
+			if (skip_payload(in, payload) < 0)
+				goto out;
 			struct nreq *r = new_request(c, &q, 0);
 			if (!r)
-				return;
+				goto out;
 			reply_fill(r, nbd_err, 0);
 			reply_send(c, r);
 			continue;
@@ -597,10 +668,12 @@ static void transmission(struct conn *c)
 			break;
 		}
 		if (q.type == NBD_CMD_DISC)
-			return; /* in-flight requests still reply */
-		if (start_request(c, &q) < 0)
-			return;
+			break; /* in-flight requests still reply */
+		if (start_request(c, in, &q) < 0)
+			break;
 	}
+out:
+	free(in);
 }
 
 static void *conn_main(void *arg)
