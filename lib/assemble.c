@@ -1,11 +1,16 @@
 /*
  * Labeling new mirrors and assembling running ones from their labels.
  *
- * Assembly decides, from the labels alone, which components hold the newest
- * data (gmirror's rules):
+ * Assembly reads every component's label and leaves the decision to
+ * assembly_decide.c (a pure function: which component is the source, what
+ * the others become, or a refusal: split brain, no source), then applies
+ * it.  In short (gmirror's rules, plus split-brain detection):
  *   - genid is bumped on the survivors when a component fails, syncid on the
  *     first write while the mirror is degraded: a component with a lower
  *     (genid, syncid) missed writes and is copied again from offset 0;
+ *   - a label records which members missed writes it holds: two that each
+ *     missed the other's writes are a split brain (refused until
+ *     serve --force-source names the copy to keep);
  *   - a component flagged SYNCHRONIZING is never a source: it resumes its
  *     copy at its checkpoint if the mirror was shut down cleanly, else at 0;
  *   - if the sources were DIRTY (the server did not stop cleanly) their
@@ -13,8 +18,9 @@
  *     highest priority, then the lowest index) and the others are copied
  *     from it.  This makes copies identical; like md and gmirror, it cannot
  *     prove which copy of an in-flight write is right.
- * Components that are missing, unreadable, foreign, too small or the same
- * disk named twice are left out (ABSENT) with the reason kept for status.
+ * Components that are missing, unreadable, foreign, too small or one
+ * component seen twice (two paths to one disk, or the same component id)
+ * are left out (ABSENT) with the reason kept for status.
  * Before anything is written, every component's lease (lease.c) must show
  * that no other live server holds it, and a component locked by another
  * process on this host refuses the whole mirror: one owner per component.
