@@ -401,7 +401,7 @@ static void absent(struct bm_component *c, const char *why)
  * components left out (closed).
  */
 static int choose_states(struct bm_mirror *m, const char *name,
-                         int force_source)
+                         int force_source, const int *same_disk)
 {
 	struct bm_asm_input in[BM_MAX_COMPONENTS];
 	struct bm_asm_out out;
@@ -411,7 +411,7 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		in[i].path = c->path;
-		in[i].same_disk_as = -1;
+		in[i].same_disk_as = same_disk[i];
 		in[i].present = atomic_load(&c->state) != BM_CS_ABSENT && c->be;
 		if (in[i].present) {
 			in[i].label = c->label;
@@ -525,6 +525,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
                           size_t n, int force_source, bm_mirror **out)
 {
 	struct bm_mirror *m;
+	int same_disk[BM_MAX_COMPONENTS];
 	int err;
 
 	if (!bm_name_valid(name))
@@ -555,7 +556,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	bm_ra_init(m);
 	for (size_t i = 0; i < n; i++) {
 		struct bm_component *c = &m->comp[i];
-		int same = same_disk_before(paths, i);
+		int same = same_disk[i] = same_disk_before(paths, i);
 		c->index = (int)i;
 		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
 		if (same >= 0) {
@@ -596,7 +597,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 		        m->comp[i].path, why);
 		absent(&m->comp[i], why);
 	}
-	err = choose_states(m, name, force_source);
+	err = choose_states(m, name, force_source, same_disk);
 	if (err < 0)
 		goto fail;
 	err = bm_lease_start(m);

@@ -147,6 +147,8 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 	/* 2. One component seen twice. */
 	for (int i = 0; i < n; i++) {
 		int k = in[i].same_disk_as;
+		if (k >= 0 && !in[i].present)
+			out->comp[i].duplicate = true; /* left out before opening */
 		if (usable[i] && k >= 0 && k < i && usable[k])
 			leave_out(out, usable, i, true, "the same component as %s "
 			          "(the same disk through another path)", in[k].path);
@@ -289,8 +291,8 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 				id_taken[j] = true;
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
-			if (in[i].present)
-				continue;
+			if (in[i].present || in[i].same_disk_as >= 0)
+				continue; /* a second view is no member */
 			for (int j = 0; j < BM_MAX_COMPONENTS &&
 			                !out->comp[i].known_id; j++)
 				if ((pass == 1 || j == i) && s->member_id[j] &&

@@ -36,7 +36,9 @@ struct bm_asm_input {
 	uint64_t data_area;   /* bm_data_area(the component's size) */
 	int same_disk_as;     /* the kernel says: the same storage as this
 	                         earlier entry (inode, rdev, loop backing
-	                         file); -1 when not known to be */
+	                         file); -1 when not known to be.  Also set
+	                         on an entry left unopened for it (not
+	                         present): it then gets no member id */
 };
 
 struct bm_asm_comp {

@@ -199,6 +199,16 @@ int main(void)
 	CHECK(out.comp[2].duplicate);
 	CHECK(strstr(out.comp[2].why, "the same component as /d/a"));
 	CHECK_EQ(out.comp[2].known_id, 0);
+	/* Left unopened for it (a second path to a): no member id, even where
+	 * the source's list has one free in its slot (b's; c is missing). */
+	setup(3);
+	in[1].present = false;
+	in[1].same_disk_as = 0;
+	in[2].present = false;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK(out.comp[1].duplicate);
+	CHECK_EQ(out.comp[1].known_id, 0);
+	CHECK_EQ(out.comp[2].known_id, IDC);
 	/* ... or the same component id (NBD, a copy): the newer label is
 	 * used, whichever is listed first. */
 	setup(3);
