@@ -43,7 +43,8 @@
 static const char serve_usage[] =
 	"usage: blkmirror serve NAME [--socket PATH] [--tcp [HOST:]PORT] "
 	"[--readahead SIZE] [--io-timeout SECONDS] [--read-errors COUNT] "
-	"[--max-connections N] [--max-inflight SIZE] [--max-inflight-total SIZE]";
+	"[--max-connections N] [--max-inflight SIZE] [--max-inflight-total SIZE] "
+	"[--force-source COMPONENT]";
 
 /* What the control thread may touch.  lock orders the handler's use of m
  * and srv against the main thread's stop: once running is false neither
@@ -223,6 +224,27 @@ static int bad_option(int opt, const char *shortopts, char **argv)
 	return cli_usage("serve: unknown option %s; %s", what, serve_usage);
 }
 
+/* The index of COMPONENT among the mirror's paths: the same text, or the
+ * same file once both are resolved; -1 when it is none of them. */
+static int component_index(char **paths, size_t n, const char *component)
+{
+	char *want = realpath(component, NULL);
+	int found = -1;
+
+	for (size_t i = 0; i < n && found < 0; i++) {
+		if (strcmp(paths[i], component) == 0) {
+			found = (int)i;
+		} else if (want) {
+			char *have = realpath(paths[i], NULL);
+			if (have && strcmp(have, want) == 0)
+				found = (int)i;
+			free(have);
+		}
+	}
+	free(want);
+	return found;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const char shortopts[] = ":S:T:R:h";
@@ -235,11 +257,13 @@ int cmd_serve(int argc, char **argv)
 		{"max-connections", required_argument, NULL, 'C'},
 		{"max-inflight", required_argument, NULL, 'I'},
 		{"max-inflight-total", required_argument, NULL, 'J'},
+		{"force-source", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct serve_state st = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	const char *sock = NULL, *tcp = NULL, *name;
+	const char *sock = NULL, *tcp = NULL, *name, *force_source = NULL;
+	int force_index = -1;
 	struct control_server *ctl = NULL;
 	char **paths, holder_what[64], who[700], default_sock[4096];
 	size_t n;
@@ -297,6 +321,7 @@ int cmd_serve(int argc, char **argv)
 			*(opt == 'I' ? &max_inflight : &max_inflight_total) = v;
 			break;
 		}
+		case 'F': force_source = optarg; break;
 		case 'h':
 			printf("%s\n"
 			       "Serves the mirror over NBD in the foreground until "
@@ -305,7 +330,10 @@ int cmd_serve(int argc, char **argv)
 			       "left by a server\nthat is gone; nothing else there is "
 			       "ever replaced.  Without --socket and --tcp: %s/NAME.sock\n"
 			       "(the run directory: $BLKMIRROR_RUN_DIR, else "
-			       "$BLKMIRROR_STATE_DIR, else " RUN_DIR_DEFAULT ").\n",
+			       "$BLKMIRROR_STATE_DIR, else " RUN_DIR_DEFAULT ").\n"
+			       "--force-source COMPONENT resolves a split brain: that "
+			       "component is the source and\nevery other one is copied "
+			       "from it in full (their own writes are lost).\n",
 			       serve_usage, run_dir());
 			return 0;
 		default:
@@ -329,6 +357,15 @@ int cmd_serve(int argc, char **argv)
 	if (n == 0 || n > BM_MAX_COMPONENTS) {
 		state_free(paths, n);
 		return cli_fail("the state of '%s' lists %zu components", name, n);
+	}
+	if (force_source) {
+		force_index = component_index(paths, n, force_source);
+		if (force_index < 0) {
+			state_free(paths, n);
+			return cli_fail("--force-source %s is not a component of "
+			                "mirror '%s' (see 'blkmirror status %s')",
+			                force_source, name, name);
+		}
 	}
 	/* Held until the process exits (the fd is closed by the kernel then,
 	 * after the components are closed). */
@@ -393,7 +430,8 @@ int cmd_serve(int argc, char **argv)
 			return 1;
 		}
 	}
-	err = bm_mirror_open(name, (const char *const *)paths, n, &st.m);
+	err = bm_mirror_open_forced(name, (const char *const *)paths, n,
+	                            force_index, &st.m);
 	state_free(paths, n);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());

@@ -95,6 +95,11 @@ typedef struct bm_mirror bm_mirror;
  */
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out);
+/* The same, with paths[force_source] as the source whatever the labels say
+ * (the resolution of a split brain): every other component is copied from
+ * it in full.  force_source -1: bm_mirror_open. */
+int bm_mirror_open_forced(const char *name, const char *const *paths,
+                          size_t n, int force_source, bm_mirror **out);
 
 /* Drains in-flight I/O, stops sync (keeping its checkpoint), flushes, marks
  * the components clean and frees the mirror.  Returns within io-timeout +

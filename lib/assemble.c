@@ -1,11 +1,16 @@
 /*
  * Labeling new mirrors and assembling running ones from their labels.
  *
- * Assembly decides, from the labels alone, which components hold the newest
- * data (gmirror's rules):
+ * Assembly reads every component's label and leaves the decision to
+ * assembly_decide.c (a pure function: which component is the source, what
+ * the others become, or a refusal: split brain, no source), then applies
+ * it.  In short (gmirror's rules, plus split-brain detection):
  *   - genid is bumped on the survivors when a component fails, syncid on the
  *     first write while the mirror is degraded: a component with a lower
  *     (genid, syncid) missed writes and is copied again from offset 0;
+ *   - a label records which members missed writes it holds: two that each
+ *     missed the other's writes are a split brain (refused until
+ *     serve --force-source names the copy to keep);
  *   - a component flagged SYNCHRONIZING is never a source: it resumes its
  *     copy at its checkpoint if the mirror was shut down cleanly, else at 0;
  *   - if the sources were DIRTY (the server did not stop cleanly) their
@@ -13,8 +18,9 @@
  *     highest priority, then the lowest index) and the others are copied
  *     from it.  This makes copies identical; like md and gmirror, it cannot
  *     prove which copy of an in-flight write is right.
- * Components that are missing, unreadable, foreign, too small or the same
- * disk named twice are left out (ABSENT) with the reason kept for status.
+ * Components that are missing, unreadable, foreign, too small or one
+ * component seen twice (two paths to one disk, or the same component id)
+ * are left out (ABSENT) with the reason kept for status.
  * Before anything is written, every component's lease (lease.c) must show
  * that no other live server holds it, and a component locked by another
  * process on this host refuses the whole mirror: one owner per component.
@@ -28,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "assembly_decide.h"
 #include "deadline.h"
 #include "error.h"
 #include "lease.h"
@@ -209,12 +216,16 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		               "other)", paths[dup_a], paths[dup_b]);
 	if (err < 0)
 		goto out;
+	uint64_t ids[BM_MAX_COMPONENTS] = {0};
+	for (size_t i = 0; i < n; i++)
+		ids[i] = bm_random_id();
 	for (size_t i = 0; i < n; i++) {
 		memset(&l, 0, sizeof(l));
 		l.version = BM_LABEL_VERSION;
+		memcpy(l.member_id, ids, sizeof(l.member_id));
 		snprintf(l.name, sizeof(l.name), "%s", name);
 		l.mirror_id = mirror_id;
-		l.component_id = bm_random_id();
+		l.component_id = ids[i];
 		l.genid = 1;
 		l.syncid = 1;
 		l.seq = 1;
@@ -374,15 +385,6 @@ int bm_label_configure(const char *const *paths, size_t n, int balance,
 
 /* ---- assembly ---- */
 
-static bool newer(const struct bm_label *a, const struct bm_label *b)
-{
-	if (a->genid != b->genid)
-		return a->genid > b->genid;
-	if (a->syncid != b->syncid)
-		return a->syncid > b->syncid;
-	return a->seq > b->seq;
-}
-
 static void absent(struct bm_component *c, const char *why)
 {
 	atomic_store(&c->state, BM_CS_ABSENT);
@@ -393,105 +395,76 @@ static void absent(struct bm_component *c, const char *why)
 	}
 }
 
-static int choose_states(struct bm_mirror *m, const char *name)
+/*
+ * The decision is assembly_decide.c's (a pure function over the labels);
+ * this applies it: states, the mirror's generation and identity, and the
+ * components left out (closed).
+ */
+static int choose_states(struct bm_mirror *m, const char *name,
+                         int force_source, const int *same_disk)
 {
-	struct bm_component *ref = NULL, *source = NULL;
-	bool was_dirty = false;
+	struct bm_asm_input in[BM_MAX_COMPONENTS];
+	struct bm_asm_out out;
+	struct bm_component *source;
 
+	memset(in, 0, sizeof(in));
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
-		if (atomic_load(&c->state) == BM_CS_ABSENT)
-			continue;
-		if (strcmp(c->label.name, name) != 0) {
-			char why[200];
-			snprintf(why, sizeof(why), "belongs to mirror '%s'",
-			         c->label.name);
-			absent(c, why);
-			continue;
+		in[i].path = c->path;
+		in[i].same_disk_as = same_disk[i];
+		in[i].present = atomic_load(&c->state) != BM_CS_ABSENT && c->be;
+		if (in[i].present) {
+			in[i].label = c->label;
+			in[i].data_area = bm_data_area(c->be->size);
 		}
-		if (!ref || newer(&c->label, &ref->label))
-			ref = c;
 	}
-	if (!ref)
-		return bm_error(ENOENT, "mirror '%s': no component has its label",
-		                name);
-	m->mirror_id = ref->label.mirror_id;
-	m->size = ref->label.data_size;
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (atomic_load(&c->state) == BM_CS_ABSENT)
-			continue;
-		if (c->label.mirror_id != m->mirror_id) {
-			absent(c, "labeled for another mirror of the same name");
-			continue;
-		}
-		if (bm_data_area(c->be->size) < m->size) {
-			absent(c, "smaller than the mirror");
-			continue;
-		}
-		for (int k = 0; k < i; k++)
-			if (m->comp[k].be && bm_backend_same(m->comp[k].be, c->be)) {
-				absent(c, "the same disk as another component");
-				break;
-			}
-	}
-	/* The newest generation among components that are not mid-copy. */
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (atomic_load(&c->state) == BM_CS_ABSENT ||
-		    (c->label.component_flags &
-		     (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC | BM_CF_INACTIVE)))
-			continue;
-		if (!source || newer(&c->label, &source->label) ||
-		    (c->label.genid == source->label.genid &&
-		     c->label.syncid == source->label.syncid &&
-		     c->label.priority > source->label.priority))
-			source = c;
-	}
-	if (!source)
-		return bm_error(EIO, "mirror '%s': no component holds the newest "
-		                "data in full (every one present is out of sync "
-		                "or missing); bring back a complete component",
-		                name);
-	m->genid = source->label.genid;
-	m->syncid = source->label.syncid;
+	if (bm_assembly_decide(name, in, m->ncomp, force_source, &out) !=
+	    BM_ASM_OK)
+		return bm_error(out.result == BM_ASM_NO_LABEL ? ENOENT
+		                : out.result == BM_ASM_BAD_FORCE ? EINVAL : EIO,
+		                "%s", out.error);
+	source = &m->comp[out.source];
+	m->mirror_id = out.mirror_id;
+	m->size = out.data_size;
+	m->genid = out.genid;
+	m->syncid = out.syncid;
+	m->missed = out.missed;
 	m->mirror_flags = source->label.mirror_flags;
 	atomic_store(&m->balance, (int)source->label.balance);
 	atomic_store(&m->slice, source->label.slice);
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
-		if (c->be && (c->label.component_flags & BM_CF_DIRTY) &&
-		    c->label.genid == m->genid && c->label.syncid == m->syncid)
-			was_dirty = true;
-	}
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (atomic_load(&c->state) == BM_CS_ABSENT)
-			continue;
-		bool current = c->label.genid == m->genid &&
-		               c->label.syncid == m->syncid;
-		if (c == source) {
+		struct bm_asm_comp *d = &out.comp[i];
+		c->known_id = d->known_id;
+		switch (d->role) {
+		case BM_ROLE_ABSENT:
+			if (in[i].present) {
+				absent(c, d->why);
+				fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n",
+				        name, c->path, d->why);
+			}
+			break;
+		case BM_ROLE_ACTIVE:
 			atomic_store(&c->state, BM_CS_ACTIVE);
-		} else if (c->label.component_flags & BM_CF_INACTIVE) {
+			break;
+		case BM_ROLE_INACTIVE:
 			/* kept open but out of service (rebuild.c) */
 			atomic_store(&c->state, BM_CS_INACTIVE);
-			snprintf(c->why, sizeof(c->why), "deactivated");
-		} else if (current && (c->label.component_flags &
-		                       BM_CF_SYNCHRONIZING) && !was_dirty) {
+			snprintf(c->why, sizeof(c->why), "%s", d->why);
+			break;
+		default:
 			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
-			atomic_store(&c->sync_offset, c->label.sync_offset);
-			atomic_store(&c->sync_durable, c->label.sync_offset);
-		} else if (current && !was_dirty &&
-		           !(c->label.component_flags &
-		             (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC |
-		              BM_CF_INACTIVE))) {
-			atomic_store(&c->state, BM_CS_ACTIVE);
-		} else {
-			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
-			atomic_store(&c->sync_offset, 0);
+			atomic_store(&c->sync_offset, d->sync_offset);
+			atomic_store(&c->sync_durable, d->sync_offset);
+			break;
 		}
 	}
-	if (was_dirty)
+	if (out.forced)
+		fprintf(stderr, "blkmirror: %s: --force-source: %s is the "
+		        "source; every other component is copied from it in "
+		        "full (what only they held is overwritten)\n", name,
+		        source->path);
+	else if (out.was_dirty)
 		fprintf(stderr, "blkmirror: %s: was not stopped cleanly; "
 		        "copying %s over the other components\n", name,
 		        source->path);
@@ -531,7 +504,28 @@ static int refuse_in_use(const char *name, const char *path)
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out)
 {
+	return bm_mirror_open_forced(name, paths, n, -1, out);
+}
+
+/* An earlier path the kernel says is the same storage as paths[i] (one
+ * inode, one block device, a loop device over the file), or -1. */
+static int same_disk_before(const char *const *paths, size_t i)
+{
+	for (size_t k = 0; k < i; k++) {
+		const char *pair[2] = {paths[k], paths[i]};
+		size_t a, b;
+		if (find_same(pair, 2, &a, &b) ||
+		    bm_probe_same_identity(pair, 2, &a, &b))
+			return (int)k;
+	}
+	return -1;
+}
+
+int bm_mirror_open_forced(const char *name, const char *const *paths,
+                          size_t n, int force_source, bm_mirror **out)
+{
 	struct bm_mirror *m;
+	int same_disk[BM_MAX_COMPONENTS];
 	int err;
 
 	if (!bm_name_valid(name))
@@ -562,13 +556,17 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 	bm_ra_init(m);
 	for (size_t i = 0; i < n; i++) {
 		struct bm_component *c = &m->comp[i];
-		size_t dup_a, dup_b;
+		int same = same_disk[i] = same_disk_before(paths, i);
 		c->index = (int)i;
 		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
-		if (find_same(paths, i + 1, &dup_a, &dup_b) && dup_b == i) {
+		if (same >= 0) {
+			/* not opened: its lock is the other path's */
 			char why[PATH_MAX + 64];
-			snprintf(why, sizeof(why), "the same disk as %s", paths[dup_a]);
+			snprintf(why, sizeof(why), "the same component as %s (the "
+			         "same disk through another path)", paths[same]);
 			absent(c, why);
+			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
+			        paths[i], why);
 			continue;
 		}
 		err = bm_backend_open(paths[i], true, &c->be);
@@ -599,7 +597,7 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		        m->comp[i].path, why);
 		absent(&m->comp[i], why);
 	}
-	err = choose_states(m, name);
+	err = choose_states(m, name, force_source, same_disk);
 	if (err < 0)
 		goto fail;
 	err = bm_lease_start(m);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "le.h"
 #include "crc32c.h"
@@ -39,10 +40,16 @@ enum {
 	OFF_BITMAP_SIZE = 152,
 	OFF_BITMAP_CHUNK = 160,
 	OFF_NCOMPONENTS = 164,
-	OFF_END_OF_FIELDS = 168, /* reserved zeros up to OFF_CRC */
+	OFF_END_OF_FIELDS = 168, /* reserved zeros up to OFF_LAST_WRITE */
+	/* version 2 (label.h); zeros in version 1 */
+	OFF_LAST_WRITE = 256,
+	OFF_MISSED = 264,
+	OFF_MEMBER_ID = 272,     /* BM_MAX_COMPONENTS u64s */
+	OFF_END_OF_V2 = OFF_MEMBER_ID + 8 * BM_MAX_COMPONENTS, /* zeros to crc */
 	OFF_CRC = BM_LABEL_USED - 4,
 };
-_Static_assert(OFF_END_OF_FIELDS <= OFF_CRC, "label fields overlap the crc");
+_Static_assert(OFF_END_OF_FIELDS <= OFF_LAST_WRITE, "label fields overlap");
+_Static_assert(OFF_END_OF_V2 <= OFF_CRC, "label fields overlap the crc");
 _Static_assert(sizeof(BM_LABEL_MAGIC) == 16, "magic is 16 bytes");
 _Static_assert(BM_LABEL_USED <= BM_LABEL_SIZE, "label fits its block");
 
@@ -103,6 +110,10 @@ void bm_label_encode(const struct bm_label *l, uint8_t out[BM_LABEL_SIZE])
 	bm_put64(out, OFF_BITMAP_SIZE, l->bitmap_size);
 	bm_put32(out, OFF_BITMAP_CHUNK, l->bitmap_chunk);
 	bm_put32(out, OFF_NCOMPONENTS, l->ncomponents);
+	bm_put64(out, OFF_LAST_WRITE, l->last_write);
+	bm_put32(out, OFF_MISSED, l->missed);
+	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+		bm_put64(out, OFF_MEMBER_ID + 8 * i, l->member_id[i]);
 	bm_put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
 }
 
@@ -159,6 +170,12 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 	l->bitmap_size = bm_get64(buf, OFF_BITMAP_SIZE);
 	l->bitmap_chunk = bm_get32(buf, OFF_BITMAP_CHUNK);
 	l->ncomponents = bm_get32(buf, OFF_NCOMPONENTS);
+	if (l->version >= 2) {
+		l->last_write = bm_get64(buf, OFF_LAST_WRITE);
+		l->missed = bm_get32(buf, OFF_MISSED);
+		for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+			l->member_id[i] = bm_get64(buf, OFF_MEMBER_ID + 8 * i);
+	}
 
 	if (l->mirror_flags & ~BM_MF_ALL)
 		return bm_error(EINVAL, "label has unknown mirror flags %#x",
@@ -193,8 +210,16 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 		return bm_error(EINVAL, "label component count %u is out of range",
 		                l->ncomponents);
 	for (size_t i = OFF_END_OF_FIELDS; i < OFF_CRC; i++)
-		if (buf[i])
+		if (buf[i] && (l->version < 2 || i < OFF_LAST_WRITE ||
+		               i >= OFF_END_OF_V2))
 			return bm_error(EINVAL, "label reserved bytes are not zero");
+	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+		if ((l->missed & (1u << i)) && l->member_id[i] == 0)
+			return bm_error(EINVAL, "label says member %d missed "
+			                "writes but names no member %d", i, i);
+	if (BM_MAX_COMPONENTS < 32 && (l->missed >> BM_MAX_COMPONENTS))
+		return bm_error(EINVAL, "label missed-writes mask %#x names "
+		                "members past %d", l->missed, BM_MAX_COMPONENTS);
 	return 0;
 }
 
@@ -228,10 +253,18 @@ void bm_mirror_flags_str(uint32_t f, char *buf, size_t len)
 int bm_label_format(const struct bm_label *l, const char *in, char *buf,
                     size_t len)
 {
-	char mf[64], cf[96];
+	char mf[64], cf[96], when[64], missed[BM_MAX_COMPONENTS * 17 + 8];
+	size_t used = 0;
 
 	bm_mirror_flags_str(l->mirror_flags, mf, sizeof(mf));
 	bm_component_flags_str(l->component_flags, cf, sizeof(cf));
+	bm_label_time_str(l->last_write, when, sizeof(when));
+	missed[0] = '\0';
+	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+		if (l->missed & (1u << i))
+			used += (size_t)snprintf(missed + used, sizeof(missed) - used,
+			                         "%s%016" PRIx64, used ? " " : "",
+			                         l->member_id[i]);
 	return snprintf(buf, len,
 	    "%sName: %s\n%sVersion: %u\n%sMirrorID: %016" PRIx64 "\n"
 	    "%sComponentID: %016" PRIx64 "\n%sGenID: %" PRIu64 "\n"
@@ -240,12 +273,23 @@ int bm_label_format(const struct bm_label *l, const char *in, char *buf,
 	    "%sSectorsize: %u\n%sMediasize: %" PRIu64 "\n"
 	    "%sComponentsize: %" PRIu64 "\n%sSyncOffset: %" PRIu64 "\n"
 	    "%sBitmap: %" PRIu64 " bytes at %" PRIu64 ", chunk %u\n"
-	    "%sComponents: %u\n",
+	    "%sComponents: %u\n%sLastWrite: %s\n%sMissedWrites: %s\n",
 	    in, l->name, in, l->version, in, l->mirror_id, in, l->component_id,
 	    in, l->genid, in, l->syncid, in, l->seq, in, mf, in, cf, in,
 	    bm_balance_name((int)l->balance) ? bm_balance_name((int)l->balance)
 	                                     : "?",
 	    in, l->slice, in, l->priority, in, l->sector_size, in, l->data_size,
 	    in, l->component_size, in, l->sync_offset, in, l->bitmap_size,
-	    l->bitmap_offset, l->bitmap_chunk, in, l->ncomponents);
+	    l->bitmap_offset, l->bitmap_chunk, in, l->ncomponents, in, when,
+	    in, used ? missed : "none");
+}
+
+void bm_label_time_str(uint64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t == 0 || t > (uint64_t)INT32_MAX * 4 || !gmtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "unknown");
 }

@@ -21,6 +21,15 @@
  *      sync offset and the bitmap's place.
  *   1  (2026-11, same version) the 4 KiB below the label hold the lease; a
  *      bitmap may no longer reach into it (no label ever had a bitmap).
+ *   2  (2026-11) split-brain detection (assembly_decide.h), in bytes that
+ *      version 1 kept zero: last_write (offset 256, u64: wall-clock seconds
+ *      of the last label write made while the mirror was DIRTY), missed
+ *      (264, u32: bit i = member i missed writes this component holds) and
+ *      member_id[16] (272..400, u64 each: the component ids of the mirror's
+ *      components as the writer knew them, 0 = empty or unknown).  A
+ *      version 1 label reads with all three zero ("unknown": the genid and
+ *      syncid rule alone decides); blkmirror writes version 2 from then on,
+ *      which a blkmirror that reads only version 1 refuses by its version.
  */
 #ifndef BM_LABEL_H
 #define BM_LABEL_H
@@ -37,7 +46,7 @@
 #define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
 #define BM_IDPROBE_FROM_END BM_META_SIZE /* label borrows the 4 KiB at S - 1 MiB (first of the reserved area) for its same-disk check, then restores it */
 #define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
-#define BM_LABEL_VERSION 1u
+#define BM_LABEL_VERSION 2u
 
 /* Mirror flags (gmirror's). */
 #define BM_MF_NOAUTOSYNC 0x1u   /* do not start a sync by itself */
@@ -72,6 +81,10 @@ struct bm_label {
 	uint64_t bitmap_size;
 	uint32_t bitmap_chunk;
 	uint32_t ncomponents;
+	/* version 2 (0 when read from version 1: unknown) */
+	uint64_t last_write;     /* wall-clock s of the last DIRTY label write */
+	uint32_t missed;         /* bit i: member_id[i] missed writes held here */
+	uint64_t member_id[BM_MAX_COMPONENTS]; /* the mirror's components */
 };
 
 /* Where a component of this size keeps its label, and how much data it holds. */
@@ -95,6 +108,10 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *out);
 /* Appends every field as "  Name: value" lines (gmirror list style). */
 int bm_label_format(const struct bm_label *l, const char *indent, char *buf,
                     size_t len);
+
+/* A label's wall-clock seconds as "2026-11-30 17:50:12 UTC" ("unknown"
+ * for 0, version 1's value). */
+void bm_label_time_str(uint64_t t, char *buf, size_t len);
 
 /* Flag words as text, e.g. "DIRTY, SYNCHRONIZING" or "NONE". */
 void bm_component_flags_str(uint32_t f, char *buf, size_t len);

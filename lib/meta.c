@@ -78,6 +78,40 @@ int bm_label_store(struct bm_backend *be, const struct bm_label *l,
 	return err;
 }
 
+/*
+ * What c's label says about the others (split-brain detection,
+ * assembly_decide.c): the members' ids, and which of them missed writes
+ * that c holds.  A member out of service (absent, failed, disconnected,
+ * deactivated) while the mirror is DIRTY misses writes; one that is ACTIVE
+ * again has them all.  With the time of the write, for the refusal's
+ * message.
+ */
+static void record_members(struct bm_mirror *m, struct bm_component *c)
+{
+	bool dirty = atomic_load(&m->dirty);
+	int self = (int)(c - m->comp);
+
+	memset(c->label.member_id, 0, sizeof(c->label.member_id));
+	for (int i = 0; i < m->ncomp && i < BM_MAX_COMPONENTS; i++) {
+		struct bm_component *s = &m->comp[i];
+		int st = atomic_load(&s->state);
+		uint64_t id = st == BM_CS_ABSENT ? s->known_id
+		                                 : s->label.component_id;
+		if (st == BM_CS_REMOVED || id == 0) {
+			m->missed &= ~(1u << i);
+			continue;
+		}
+		if (st == BM_CS_ACTIVE)
+			m->missed &= ~(1u << i);
+		else if (dirty && st != BM_CS_SYNCHRONIZING)
+			m->missed |= 1u << i;
+		c->label.member_id[i] = id;
+	}
+	c->label.missed = m->missed & ~(1u << self);
+	if (dirty)
+		c->label.last_write = (uint64_t)time(NULL);
+}
+
 /* Caller holds meta_lock.  Writes c's label (seq bumped) and flushes it. */
 int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 {
@@ -88,6 +122,7 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 		return -ENODEV;
 	if (m->no_metadata)
 		return 0;
+	record_members(m, c);
 	c->label.seq++;
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING

@@ -130,6 +130,10 @@ struct bm_component {
 	atomic_uint epoch;              /* bumped when it reconnects: failures
 	                                   found on an older connection are
 	                                   not applied to the new one */
+	uint64_t known_id;              /* meta_lock: its component id, also
+	                                   when ABSENT (from the source's
+	                                   member list; 0: unknown, or not a
+	                                   member: foreign, a duplicate) */
 	bool label_stale;               /* meta_lock: its last label write
 	                                   failed: it may not hold the genid */
 	bool hang_warned;               /* events.c: said it hangs, once */
@@ -190,6 +194,9 @@ struct bm_mirror {
 	                                   until labels can be written again */
 	uint64_t mirror_id, genid, syncid; /* meta_lock */
 	uint32_t mirror_flags;          /* meta_lock */
+	uint32_t missed;                /* meta_lock: slots that missed writes
+	                                   the ACTIVE ones hold (label.h's
+	                                   missed; assembly_decide.c) */
 
 	atomic_int balance;
 	atomic_uint slice;

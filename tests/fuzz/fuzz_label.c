@@ -1,6 +1,7 @@
 /* libFuzzer target: the label decoder on raw bytes, and on bytes given a
  * valid magic and checksum so that every field check is reached.  A label
- * that decodes must encode back to one that decodes the same. */
+ * that decodes must encode back to one that decodes the same (a version 1
+ * label comes back as the current version, every field the same). */
 #include <stdint.h>
 #include <string.h>
 
@@ -13,8 +14,13 @@ static void roundtrip(const struct bm_label *l)
 	struct bm_label again;
 
 	bm_label_encode(l, buf);
-	if (bm_label_decode(buf, sizeof(buf), &again) != 0 ||
-	    memcmp(l, &again, sizeof(again)) != 0)
+	if (bm_label_decode(buf, sizeof(buf), &again) != 0)
+		__builtin_trap();
+	/* an older version's label is written as the current version */
+	if (again.version != BM_LABEL_VERSION)
+		__builtin_trap();
+	again.version = l->version;
+	if (memcmp(l, &again, sizeof(again)) != 0)
 		__builtin_trap();
 }
 

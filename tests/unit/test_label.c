@@ -12,7 +12,7 @@ static struct bm_label sample(void)
 {
 	struct bm_label l = {0};
 
-	l.version = 1;
+	l.version = BM_LABEL_VERSION;
 	strcpy(l.name, "gm0");
 	l.mirror_id = 0x1122334455667788ull;
 	l.component_id = 0x8877665544332211ull;
@@ -32,6 +32,10 @@ static struct bm_label sample(void)
 	l.bitmap_size = 4096;
 	l.bitmap_chunk = 65536;
 	l.ncomponents = 2;
+	l.last_write = 1796061600; /* 2026-11-30 18:00:00 UTC */
+	l.member_id[0] = l.component_id;
+	l.member_id[1] = 0x0102030405060708ull;
+	l.missed = 2;
 	return l;
 }
 
@@ -103,9 +107,42 @@ int main(void)
 	expect_reject(b, "checksum mismatch");
 	/* Newer version. */
 	memcpy(b, buf, sizeof(b));
-	b[16] = 2;
+	b[16] = 3;
 	reseal(b);
-	expect_reject(b, "version 2");
+	expect_reject(b, "version 3");
+	/* Version 2's fields at fixed offsets: last_write 256, missed 264,
+	 * member ids from 272. */
+	CHECK_EQ(buf[256], 1796061600u & 0xff);
+	CHECK_EQ(buf[264], 2);
+	CHECK_EQ(buf[272 + 8], 0x08);
+	/* A version 1 label: those bytes zero, read as "unknown". */
+	memcpy(b, buf, sizeof(b));
+	b[16] = 1;
+	memset(b + 256, 0, 400 - 256);
+	reseal(b);
+	CHECK_EQ(bm_label_decode(b, sizeof(b), &out), 0);
+	CHECK_EQ(out.version, 1);
+	CHECK_EQ(out.last_write, 0);
+	CHECK_EQ(out.missed, 0);
+	CHECK_EQ(out.member_id[0], 0);
+	CHECK_EQ(out.genid, 7);
+	/* ... and version 1 with anything there is damaged. */
+	b[300] = 1;
+	reseal(b);
+	expect_reject(b, "reserved");
+	/* A missed member that the label does not name. */
+	memcpy(b, buf, sizeof(b));
+	b[264] = 4;
+	reseal(b);
+	expect_reject(b, "names no member 2");
+	memcpy(b, buf, sizeof(b));
+	b[266] = 1;
+	reseal(b);
+	expect_reject(b, "missed-writes mask");
+	memcpy(b, buf, sizeof(b));
+	b[420] = 1;
+	reseal(b);
+	expect_reject(b, "reserved");
 	/* Each field's range, with a valid crc. */
 	struct { size_t off; uint8_t val; const char *msg; } bad[] = {
 		{104, 9, "balance"},         /* balance 9 */
@@ -142,5 +179,7 @@ int main(void)
 	CHECK(strstr(text, "MirrorFlags: NOAUTOSYNC") != NULL);
 	CHECK(strstr(text, "Balance: split") != NULL);
 	CHECK(strstr(text, "GenID: 7") != NULL);
+	CHECK(strstr(text, "LastWrite: 2026-11-30 18:00:00 UTC") != NULL);
+	CHECK(strstr(text, "MissedWrites: 0102030405060708") != NULL);
 	return check_exit();
 }
