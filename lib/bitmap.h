@@ -139,5 +139,39 @@ struct bm_bitmap;
 struct bm_backend;
 int bm_bitmap_write_new(struct bm_backend *be, const struct bm_label *l,
                         const uint64_t *member_ids, uint32_t nmembers);
+/* Reads and checks a component's bitmap (bits: ceil(nregions/8) bytes or
+ * more, or NULL). */
+int bm_bitmap_read(struct bm_backend *be, const struct bm_label *l,
+                   struct bm_bitmap_header *h, uint8_t *bits);
+/* dump/list of a stopped mirror: one "BitmapState: ..." line. */
+int bm_bitmap_dump_text(struct bm_backend *be, const struct bm_label *l,
+                        const char *indent, char *buf, size_t len);
+
+/* Assembly, once the states are decided: loads every component's bitmap
+ * into m->bitmap (the union of the bits; the members of the last clear).
+ * *usable: every bitmap read was sound (else all bits are set and nobody
+ * is a member).  No bitmap (old labels): m->bitmap stays NULL. */
+int bm_bitmap_open(struct bm_mirror *m, bool *usable);
+void bm_bitmap_free(struct bm_mirror *m);
+/* The data path, before a write to [off, off+len) is issued (after DIRTY
+ * is on disk): 0 once every bit is durable; <0 (bm_last_error) if it
+ * cannot be recorded.  Lock-free when the bits are already durable. */
+int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len);
+/* meta_lock held: clears every bit (idle clean, nothing in flight) when
+ * every component present is ACTIVE; records them as the members. */
+void bm_bitmap_clear_locked(struct bm_mirror *m);
+/* meta_lock held: writes the whole bitmap to c (a component entering
+ * service), or to every component in service. */
+int bm_bitmap_write_component_locked(struct bm_mirror *m,
+                                     struct bm_component *c);
+int bm_bitmap_write_all_locked(struct bm_mirror *m);
+/* May c catch up over the set regions only (see bitmap.c's rules)? */
+bool bm_bitmap_is_member(struct bm_mirror *m, struct bm_component *c);
+/* Region size (0: no bitmap); is region r set (true without a bitmap)? */
+uint64_t bm_bitmap_region_size(struct bm_mirror *m);
+bool bm_bitmap_region_set(struct bm_mirror *m, uint64_t r);
+uint64_t bm_bitmap_dirty_count(struct bm_mirror *m);
+/* status: one "Bitmap: ..." line. */
+int bm_bitmap_status_text(struct bm_mirror *m, char *buf, size_t len);
 
 #endif

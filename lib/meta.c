@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "mirror.h"
 
@@ -288,7 +289,11 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 		 * still say DIRTY) */
 		atomic_store(&m->dirty, true);
 		atomic_store(&m->dirty_on_disk, was_on_disk);
-	} else if (bm_meta_write_all_labels(m) < 0) {
+	} else if (bm_meta_write_all_labels(m) == 0) {
+		/* clean on disk, nothing in flight: the bits may go (only
+		 * if no component is missing, bitmap.c) */
+		bm_bitmap_clear_locked(m);
+	} else {
 		/* Some labels say clean now, others may not: memory says
 		 * clean, so the next write runs bm_meta_mark_dirty, which
 		 * writes DIRTY everywhere again (or refuses the write). */
