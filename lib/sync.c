@@ -644,11 +644,12 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	uint64_t copied_total = 0;
 	if (regions)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
-		              "copying the bitmap's %llu dirty regions of %llu "
-		              "bytes from offset %llu",
+		              "copying from offset %llu of %llu: the bitmap's "
+		              "%llu dirty regions of %llu bytes only",
+		              (unsigned long long)start,
+		              (unsigned long long)m->size,
 		              (unsigned long long)bm_bitmap_dirty_count(m),
-		              (unsigned long long)bm_bitmap_region_size(m),
-		              (unsigned long long)start);
+		              (unsigned long long)bm_bitmap_region_size(m));
 	else
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
 		              "copying from offset %llu of %llu",
