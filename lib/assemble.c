@@ -663,8 +663,12 @@ int bm_mirror_open(const char *name, const char *const *paths, size_t n,
 		goto fail;
 	pthread_mutex_lock(&m->meta_lock);
 	err = bm_meta_write_all_labels(m);
-	if (err == 0 && m->bitmap)
-		err = bm_bitmap_write_all_locked(m);
+	/* every component in service holds the union of the bits; one that
+	 * cannot is failed out by its first bit write (bitmap.c), not here:
+	 * a bitmap never keeps a mirror from assembling */
+	if (err == 0 && m->bitmap && bm_bitmap_write_all_locked(m) < 0)
+		fprintf(stderr, "blkmirror: %s: a component's bitmap could not "
+		        "be written\n", name);
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0) {
 		err = bm_error(err, "mirror '%s': cannot write labels: %s", name,
