@@ -27,7 +27,8 @@
  *    64   8  seq: bumped on every header write
  *    72   8  clear_seq: bumped each time bits are cleared (every component
  *            in service gets the same value at that clear)
- *    80   8  sets: bit-setting writes since labeling (a counter, for list)
+ *    80   8  sets: bit-setting writes of the mirror, as of this header's
+ *            last write (a counter, informative only)
  *    88 128  members[16]: the component_ids that were ACTIVE (in sync) at
  *            the last clear, 8 bytes each, unused ones 0
  *   216 ...  zeros up to 4092
@@ -43,9 +44,14 @@
  *
  * Write order (what a crash checker can rely on): the bit blocks holding a
  * region's bit are written and flushed on every component in service
- * before any data write to that region is issued to any component; the
- * header is rewritten only when bits are cleared (clear_seq, members) and
- * at labeling.  A block or header with a bad crc or magic makes the whole
+ * before any data write to that region is issued to any component (a
+ * bit-setting write rewrites only the bit blocks, never the header).  The
+ * header and every block are rewritten together at labeling, at assembly
+ * (the union of the bits), when a component's copy starts (its own
+ * bitmap), and when bits are cleared (clear_seq, members): such a
+ * rewrite never clears a bit that a write in flight relies on (clears
+ * happen only with no write in flight).  A block or header with a bad
+ * crc or magic makes the whole
  * bitmap of that component unusable (treated as all set if another
  * component's bitmap cannot stand in: a full copy).
  */
