@@ -239,6 +239,8 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		l.component_size = be[i]->size;
 		l.bitmap_offset = bm_label_offset(be[i]->size) -
 		                  (BM_META_SIZE - BM_LABEL_SIZE);
+		if (region)
+			l.bitmap_offset = bm_bitmap_offset(be[i]->size);
 		l.bitmap_size = region ? bm_bitmap_bytes(nblocks) : 0;
 		l.bitmap_chunk = (uint32_t)region;
 		l.ncomponents = (uint32_t)n;

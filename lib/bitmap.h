@@ -7,8 +7,10 @@
  * ON-DISK FORMAT (version 1).  All integers little-endian, at fixed offsets.
  *
  * Place.  The label's bitmap_offset is the byte offset of the header block
- * from the start of the component (S - BM_META_SIZE, S = component size
- * rounded down to 4096); bitmap_size is the bytes used: 4096 * (1 + nblocks);
+ * from the start of the component: S - BM_META_SIZE + 4096 (S = component
+ * size rounded down to 4096; the reserved area's first 4 KiB stay free for
+ * the same-disk probe of label and insert, which writes there and puts
+ * back what it found); bitmap_size is the bytes used: 4096 * (1 + nblocks);
  * bitmap_chunk is the region size in bytes.  bitmap_size == 0: no bitmap
  * (labels written before the bitmap existed, or `label --no-bitmap`): the
  * mirror copies whole components as before.  The area ends before the lease
@@ -70,8 +72,10 @@
 #define BM_BITMAP_BITS_OFF 16u
 #define BM_BITMAP_BITS_BYTES (BM_BITMAP_BLOCK - BM_BITMAP_BITS_OFF) /* 4080 */
 #define BM_BITMAP_BITS_PER_BLOCK (BM_BITMAP_BITS_BYTES * 8u)        /* 32640 */
-#define BM_BITMAP_AREA (BM_META_SIZE - BM_LEASE_SIZE - BM_LABEL_SIZE)
-#define BM_BITMAP_MAX_BLOCKS (BM_BITMAP_AREA / BM_BITMAP_BLOCK - 1u) /* 253 */
+#define BM_BITMAP_PROBE_GAP 4096u  /* the id probe's block (label.h) */
+#define BM_BITMAP_AREA \
+	(BM_META_SIZE - BM_BITMAP_PROBE_GAP - BM_LEASE_SIZE - BM_LABEL_SIZE)
+#define BM_BITMAP_MAX_BLOCKS (BM_BITMAP_AREA / BM_BITMAP_BLOCK - 1u) /* 252 */
 #define BM_BITMAP_MAX_REGIONS \
 	((uint64_t)BM_BITMAP_MAX_BLOCKS * BM_BITMAP_BITS_PER_BLOCK)
 #define BM_BITMAP_MAX_MEMBERS 16u
@@ -94,7 +98,7 @@ struct bm_bitmap_header {
 };
 
 /* The default region size for a mirror of data_size bytes: 64 MiB, doubled
- * until the bitmap fits the reserved area (64 MiB regions cover 492 TiB). */
+ * until the bitmap fits the reserved area (64 MiB regions cover 502 TiB). */
 uint64_t bm_bitmap_default_region(uint64_t data_size);
 /* nregions and nblocks for data_size and region; -EINVAL (with
  * bm_last_error) when region is not a power of two in range or the bitmap
@@ -107,6 +111,12 @@ static inline void bm_bitmap_span(uint64_t region, uint64_t off, uint64_t len,
 {
 	*first = off / region;
 	*last = (off + len - 1) / region;
+}
+/* bitmap_offset of a component of this size. */
+static inline uint64_t bm_bitmap_offset(uint64_t component_size)
+{
+	return bm_label_offset(component_size) - (BM_META_SIZE - BM_LABEL_SIZE) +
+	       BM_BITMAP_PROBE_GAP;
 }
 /* bitmap_size for nblocks bit blocks. */
 static inline uint64_t bm_bitmap_bytes(uint32_t nblocks)

@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "lease.h"
 #include "live.h"
@@ -295,6 +296,8 @@ static void new_label(struct bm_mirror *m, struct bm_backend *be,
 	if (!m->bitmap) {
 		l->bitmap_size = 0;
 		l->bitmap_chunk = 0;
+	} else {
+		l->bitmap_offset = bm_bitmap_offset(be->size);
 	}
 	l->ncomponents = (uint32_t)present_count(m) + 1;
 }

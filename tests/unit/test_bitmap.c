@@ -16,7 +16,7 @@ static void geometry(void)
 
 	CHECK_EQ(bm_bitmap_default_region(512ull << 20), 64u << 20);
 	CHECK_EQ(bm_bitmap_default_region(1ull << 40), 64u << 20);
-	/* the default always fits, doubling past 492 TiB */
+	/* the default always fits, doubling past 502 TiB */
 	uint64_t huge = 600ull << 40;
 	uint64_t r = bm_bitmap_default_region(huge);
 	CHECK_EQ(r, 128u << 20);
@@ -33,7 +33,8 @@ static void geometry(void)
 	CHECK_EQ(b, 2);
 	CHECK(bm_bitmap_geometry(1 << 30, 3 << 20, &n, &b) == -EINVAL);
 	CHECK(bm_bitmap_geometry(1 << 30, 32768, &n, &b) == -EINVAL);
-	CHECK_EQ(BM_BITMAP_MAX_BLOCKS, 253);
+	CHECK_EQ(BM_BITMAP_MAX_BLOCKS, 252);
+	CHECK_EQ(bm_bitmap_offset(64ull << 20) + BM_BITMAP_AREA, (64ull << 20) - 8192);
 	CHECK_EQ(BM_BITMAP_BITS_PER_BLOCK, 32640);
 }
 
