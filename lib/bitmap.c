@@ -18,8 +18,10 @@
  *
  * Clearing.  Bits are cleared only on the idle clean (meta.c's
  * bm_meta_try_clean: no write in flight, every component flushed, clean
- * labels written, new writers held at meta_lock by bm_meta_mark_dirty) and
- * only when every component present is ACTIVE.  While the mirror is
+ * labels written, new writers held at meta_lock by bm_meta_mark_dirty; or,
+ * the mirror already clean, once a copy that ended made every component
+ * ACTIVE: its target was flushed before it became ACTIVE) and at a clean
+ * stop, and only when every component present is ACTIVE.  While the mirror is
  * degraded (a component DISCONNECTED, INACTIVE, FAILED, ABSENT, or
  * SYNCHRONIZING) bits are never cleared: they record what the missing
  * component misses.  A clear bumps clear_seq and records the members: the

@@ -271,10 +271,31 @@ int bm_meta_flush_all_locked(struct bm_mirror *m)
  * and the next start resynchronizes.  A component whose clean label cannot
  * be written is failed out (it keeps DIRTY on disk, which is safe).
  */
+/* Clean already, bits set: a copy that ended since (a component caught
+ * up, all ACTIVE now) left them.  They may go: a writer marks DIRTY under
+ * meta_lock before its bit check (dirty_on_disk is false), so none is
+ * between that check and its issue while we hold the lock. */
+static void clear_bits_when_clean(struct bm_mirror *m)
+{
+	if (!m->bitmap || bm_bitmap_dirty_count(m) == 0)
+		return;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			return;
+	pthread_mutex_lock(&m->meta_lock);
+	if (!atomic_load(&m->dirty) && !atomic_load(&m->dirty_on_disk) &&
+	    atomic_load(&m->writes_inflight) == 0)
+		bm_bitmap_clear_locked(m);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 {
-	if (!atomic_load(&m->dirty))
+	if (!atomic_load(&m->dirty)) {
+		clear_bits_when_clean(m);
 		return;
+	}
 	if (idle_ms && bm_now_ms() - atomic_load(&m->last_write_ms) < idle_ms)
 		return;
 	pthread_mutex_lock(&m->meta_lock);

@@ -36,6 +36,15 @@ wait_clear
 # deactivate, write into region 10 only, activate: one region copied
 bm deactivate m0 "$T/b"
 qemu-io -f raw "$u" -c 'write -P 0x41 10M 256k' -c flush >/dev/null
+# the idle clean runs while b is out: the bit must stay (degraded)
+for _ in $(seq 1 200); do
+  out=$(bm list m0) || true
+  grep -q "Flags: DIRTY" <<<"$out" || break
+  sleep 0.1
+done
+grep -q "Flags: DIRTY" <<<"$out" && fail "the mirror was never marked clean"
+grep -q "regions, 1 dirty: 10$" <<<"$out" ||
+  fail "the bit of region 10 did not survive a clean while degraded: $(grep Bitmap: <<<"$out")"
 bm activate --wait m0 "$T/b" >/dev/null || fail "activate --wait failed"
 line=$(last_copy "$T/b")
 [[ $line == *"dirty regions only"* ]] || fail "activate did not use the bitmap: $line"
