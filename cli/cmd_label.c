@@ -55,9 +55,24 @@ int cmd_label(int argc, char **argv)
 	int opt, n, rc, status;
 
 	optind = 0;
-	while ((opt = cli_getopt(argc, argv, "label", "fnb:s:", NULL,
+	static const struct option longopts[] = {
+		{"no-bitmap", no_argument, NULL, 'B'},
+		{NULL, 0, NULL, 0},
+	};
+	while ((opt = cli_getopt(argc, argv, "label", "fnb:s:r:", longopts,
 	                         &status)) != -1) {
 		switch (opt) {
+		case 'r':
+			if (parse_size(optarg, &p.bitmap_region) < 0 ||
+			    p.bitmap_region < 65536 ||
+			    p.bitmap_region > (1ull << 31) ||
+			    (p.bitmap_region & (p.bitmap_region - 1)))
+				return cli_usage("bitmap region '%s' is not a power "
+				                 "of two from 64K to 2G", optarg);
+			break;
+		case 'B':
+			p.no_bitmap = true;
+			break;
 		case 'f':
 			p.force = true;
 			break;

@@ -51,6 +51,10 @@ struct bm_label_params {
 	uint32_t slice;     /* split slice in bytes (power of two, >= 512) */
 	bool no_sync;       /* -n: components are known identical; skip sync */
 	bool force;         /* -f: label over file systems, partition tables, other mirrors' labels */
+	uint64_t bitmap_region; /* -r: write-intent bitmap region bytes (0:
+	                           the default, bitmap.h) */
+	bool no_bitmap;     /* --no-bitmap (hidden): labels as before the
+	                       bitmap existed (bitmap_size 0) */
 };
 
 /*

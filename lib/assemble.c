@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "assembly_decide.h"
+#include "bitmap.h"
 #include "deadline.h"
 #include "error.h"
 #include "lease.h"
@@ -209,6 +210,15 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 	err = refuse_existing_data(be, paths, n, p, data_size);
 	if (err < 0)
 		goto out;
+	uint64_t region = 0, nregions = 0;
+	uint32_t nblocks = 0;
+	if (!p->no_bitmap) {
+		region = p->bitmap_region ? p->bitmap_region
+		                          : bm_bitmap_default_region(data_size);
+		err = bm_bitmap_geometry(data_size, region, &nregions, &nblocks);
+		if (err < 0)
+			goto out;
+	}
 	err = bm_probe_same_content(be, n, &dup_a, &dup_b);
 	if (err > 0)
 		err = bm_error(EINVAL, "%s and %s are the same disk (a block "
@@ -237,9 +247,17 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		l.component_size = be[i]->size;
 		l.bitmap_offset = bm_label_offset(be[i]->size) -
 		                  (BM_META_SIZE - BM_LABEL_SIZE);
-		l.bitmap_size = 0; /* reserved: no bitmap in version 1 */
+		if (region)
+			l.bitmap_offset = bm_bitmap_offset(be[i]->size);
+		l.bitmap_size = region ? bm_bitmap_bytes(nblocks) : 0;
+		l.bitmap_chunk = (uint32_t)region;
 		l.ncomponents = (uint32_t)n;
-		err = write_label_to(be[i], &l);
+		/* the bitmap first (all clear; in sync: the source, or all
+		 * with -n), then the label that points at it */
+		err = bm_bitmap_write_new(be[i], &l, ids, p->no_sync ? (uint32_t)n
+		                                                     : 1);
+		if (err == 0)
+			err = write_label_to(be[i], &l);
 		if (err < 0) {
 			err = bm_error(err, "%s: cannot write the label: %s", paths[i],
 			               strerror(-err));
@@ -349,7 +367,17 @@ int bm_label_dump(const char *path, char *buf, size_t len)
 	struct bm_label l;
 	int err = label_of(path, &l);
 
-	return err < 0 ? err : bm_label_format(&l, "  ", buf, len);
+	if (err < 0)
+		return err;
+	int used = bm_label_format(&l, "  ", buf, len);
+	if (used >= 0 && (size_t)used < len) {
+		struct bm_backend *be;
+		if (bm_backend_open(path, false, &be) == 0) {
+			bm_bitmap_dump_text(be, &l, "  ", buf + used, len - (size_t)used);
+			be->ops->close(be);
+		}
+	}
+	return 0;
 }
 
 int bm_label_configure(const char *const *paths, size_t n, int balance,
@@ -472,6 +500,30 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	for (int i = 0; i < m->ncomp; i++)
 		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
 			m->degraded = true;
+	return 0;
+}
+
+/*
+ * The write-intent bitmap (bitmap.c), once the states are chosen: the
+ * union of the components' bits.  A component whose label says FORCE_SYNC
+ * (rebuild or activate stopped by a restart) is copied in full.  A DIRTY
+ * start copies the set regions only (the sync thread asks bitmap.c).
+ */
+static int open_bitmap(struct bm_mirror *m, const char *name)
+{
+	bool usable;
+	int err = bm_bitmap_open(m, &usable);
+
+	if (err < 0 || !m->bitmap)
+		return err;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (c->label.component_flags & BM_CF_FORCE_SYNC)
+			c->sync_full = true;
+	}
+	if (!usable)
+		fprintf(stderr, "blkmirror: %s: a bitmap is damaged; components "
+		        "out of sync are copied in full\n", name);
 	return 0;
 }
 
@@ -603,8 +655,17 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	err = bm_lease_start(m);
 	if (err < 0)
 		goto fail;
+	err = open_bitmap(m, name);
+	if (err < 0)
+		goto fail;
 	pthread_mutex_lock(&m->meta_lock);
 	err = bm_meta_write_all_labels(m);
+	/* every component in service holds the union of the bits; one that
+	 * cannot is failed out by its first bit write (bitmap.c), not here:
+	 * a bitmap never keeps a mirror from assembling */
+	if (err == 0 && m->bitmap && bm_bitmap_write_all_locked(m) < 0)
+		fprintf(stderr, "blkmirror: %s: a component's bitmap could not "
+		        "be written\n", name);
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0) {
 		err = bm_error(err, "mirror '%s': cannot write labels: %s", name,
@@ -645,6 +706,7 @@ fail:
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);
 	bm_event_free(m);
+	bm_bitmap_free(m);
 	free(m);
 	return err;
 }
@@ -729,6 +791,9 @@ void bm_mirror_close(bm_mirror *m)
 			fprintf(stderr, "blkmirror: %s: a label could not be "
 			        "marked clean; the next start resynchronizes\n",
 			        m->name);
+		} else {
+			/* drained and clean: the bits may go (bitmap.c) */
+			bm_bitmap_clear_locked(m);
 		}
 	} else {
 		fprintf(stderr, "blkmirror: %s: a flush failed; leaving the "
@@ -762,6 +827,7 @@ void bm_mirror_close(bm_mirror *m)
 	pthread_mutex_destroy(&m->drain_lock);
 	pthread_cond_destroy(&m->drain_cond);
 	bm_event_free(m);
+	bm_bitmap_free(m);
 	free(m);
 }
 

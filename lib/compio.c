@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "mirror.h"
 
@@ -341,6 +342,11 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 				atomic_fetch_sub(&m->writes_inflight, 1);
 				return bm_error(EIO, "cannot mark the mirror dirty");
 			}
+		}
+		/* the regions' bits on disk before the write is issued */
+		if (bm_bitmap_write_begin(m, io->offset, io->length) < 0) {
+			atomic_fetch_sub(&m->writes_inflight, 1);
+			return -EIO;
 		}
 	}
 	if (atomic_load(&m->meta_broken)) {

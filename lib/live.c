@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "lease.h"
 #include "live.h"
@@ -290,7 +291,14 @@ static void new_label(struct bm_mirror *m, struct bm_backend *be,
 	l->sync_offset = 0;
 	l->bitmap_offset = bm_label_offset(be->size) -
 	                   (BM_META_SIZE - BM_LABEL_SIZE);
-	l->bitmap_size = 0;
+	/* the mirror's bitmap geometry (its blocks are written when its
+	 * copy starts, sync.c); none when the mirror has none */
+	if (!m->bitmap) {
+		l->bitmap_size = 0;
+		l->bitmap_chunk = 0;
+	} else {
+		l->bitmap_offset = bm_bitmap_offset(be->size);
+	}
 	l->ncomponents = (uint32_t)present_count(m) + 1;
 }
 

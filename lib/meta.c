@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "mirror.h"
 
@@ -305,10 +306,31 @@ int bm_meta_flush_all_locked(struct bm_mirror *m)
  * and the next start resynchronizes.  A component whose clean label cannot
  * be written is failed out (it keeps DIRTY on disk, which is safe).
  */
+/* Clean already, bits set: a copy that ended since (a component caught
+ * up, all ACTIVE now) left them.  They may go: a writer marks DIRTY under
+ * meta_lock before its bit check (dirty_on_disk is false), so none is
+ * between that check and its issue while we hold the lock. */
+static void clear_bits_when_clean(struct bm_mirror *m)
+{
+	if (!m->bitmap || bm_bitmap_dirty_count(m) == 0)
+		return;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+			return;
+	pthread_mutex_lock(&m->meta_lock);
+	if (!atomic_load(&m->dirty) && !atomic_load(&m->dirty_on_disk) &&
+	    atomic_load(&m->writes_inflight) == 0)
+		bm_bitmap_clear_locked(m);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 {
-	if (!atomic_load(&m->dirty))
+	if (!atomic_load(&m->dirty)) {
+		clear_bits_when_clean(m);
 		return;
+	}
 	if (idle_ms && bm_now_ms() - atomic_load(&m->last_write_ms) < idle_ms)
 		return;
 	pthread_mutex_lock(&m->meta_lock);
@@ -323,7 +345,11 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 		 * still say DIRTY) */
 		atomic_store(&m->dirty, true);
 		atomic_store(&m->dirty_on_disk, was_on_disk);
-	} else if (bm_meta_write_all_labels(m) < 0) {
+	} else if (bm_meta_write_all_labels(m) == 0) {
+		/* clean on disk, nothing in flight: the bits may go (only
+		 * if no component is missing, bitmap.c) */
+		bm_bitmap_clear_locked(m);
+	} else {
 		/* Some labels say clean now, others may not: memory says
 		 * clean, so the next write runs bm_meta_mark_dirty, which
 		 * writes DIRTY everywhere again (or refuses the write). */

@@ -141,6 +141,11 @@ struct bm_component {
 	int retry_delay_ms;             /* recover.c: backoff */
 	char why[256];                  /* info_lock: why absent or failed */
 	struct bm_comp_stats stats;
+	bool sync_full;                 /* meta_lock: its next copy is in full
+	                                   (rebuild, insert): never from the
+	                                   bitmap (bitmap.c) */
+	atomic_bool sync_regions;       /* sync.c: this copy covers only the
+	                                   bitmap's set regions */
 };
 
 /*
@@ -269,6 +274,9 @@ struct bm_mirror {
 	uint64_t evlog_seq;             /* the last posted */
 	uint64_t evlog_instance;        /* random at open */
 	bool evlog_degraded;            /* the last Degraded/Complete said */
+
+	struct bm_bitmap *bitmap;       /* bitmap.c: set at assembly, NULL when
+	                                   the labels have no bitmap */
 };
 
 /* assemble.c: a random nonzero id; the label of an open component. */

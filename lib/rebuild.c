@@ -363,7 +363,9 @@ static int rebuild_serialized(bm_mirror *m, const char *path)
 		               c->path, m->name);
 	} else {
 		/* From here it is not read; reads already issued return what
-		 * it held while it was in sync. */
+		 * it held while it was in sync.  A rebuild copies in full,
+		 * never from the bitmap. */
+		c->sync_full = true;
 		err = start_full_copy_locked(m, c);
 	}
 	pthread_mutex_unlock(&m->meta_lock);

@@ -218,6 +218,10 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		return bm_error(ECANCELED, "%s changed state meanwhile", c->path);
 	}
 	c->be = be;
+	/* a FAILED one brought back (rebuild) is copied in full; one that
+	 * was DISCONNECTED may catch up from the bitmap (sync.c decides) */
+	if (from == BM_CS_FAILED)
+		c->sync_full = true;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->read_errors, 0);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "deadline.h"
+#include "bitmap.h"
 #include "mirror.h"
 
 const char *bm_comp_state_name(int state)
@@ -133,11 +134,15 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
 	APPEND("Geom name: %s\nState: %s\nComponents: %d\nBalance: %s\n"
 	       "Slice: %u\nFlags: %s\nGenID: %" PRIu64 "\nSyncID: %" PRIu64
-	       "\nID: %016" PRIx64 "\nMediasize: %" PRIu64 "\nConsumers:\n",
+	       "\nID: %016" PRIx64 "\nMediasize: %" PRIu64 "\n",
 	       m->name, m->degraded ? "DEGRADED" : "COMPLETE", present,
 	       bm_balance_name(atomic_load(&m->balance)),
 	       atomic_load(&m->slice), mf, m->genid, m->syncid, m->mirror_id,
 	       m->size);
+	/* the write-intent bitmap: region size, count, dirty ones */
+	used += (size_t)bm_bitmap_status_text(m, buf + used,
+	                                      used < len ? len - used : 0);
+	APPEND("Consumers:\n");
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);

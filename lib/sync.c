@@ -65,6 +65,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bitmap.h"
 #include "deadline.h"
 #include "error.h"
 #include "mirror.h"
@@ -454,6 +455,39 @@ static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
 	uint64_t window = left < ZERO_WINDOW ? left : ZERO_WINDOW;
 	bool zero = false;
 
+	if (atomic_load(&run->t->sync_regions)) {
+		/* only the bitmap's set regions (bitmap.c): a clean run is
+		 * skipped whole, without a hold.  A client write there is
+		 * issued to the target too (it is in service), after its bit
+		 * is set. */
+		uint64_t rs = bm_bitmap_region_size(m), r = off / rs, end = off;
+		while (end < m->size && !bm_bitmap_region_set(m, r)) {
+			end = (r + 1) * rs;
+			r++;
+		}
+		if (end > m->size)
+			end = m->size;
+		if (end > off) {
+			c->off = off;
+			c->len = (uint32_t)(end - off > UINT32_MAX - 4095
+			                    ? (UINT32_MAX - 4095) & ~(uint64_t)4095
+			                    : end - off);
+			c->kind = CH_SKIP;
+			c->stage = ST_READ;
+			c->tried = 0;
+			c->result = 0;
+			c->held = false;
+			return true;
+		}
+		/* a set region: copied as usual, not past its end */
+		uint64_t region_end = (r + 1) * rs;
+		if (region_end < m->size && left > region_end - off)
+			left = region_end - off;
+		if (window > left)
+			window = left;
+		if (*data_until > region_end)
+			*data_until = region_end;
+	}
 	if (off < *data_until) {
 		n = *data_until - off;
 	} else {
@@ -587,6 +621,29 @@ static void release_idle_holds(struct sync_run *run, bool everything)
 	pthread_mutex_unlock(&run->lock);
 }
 
+/*
+ * Whether this copy of t covers only the bitmap's set regions (bitmap.c
+ * says when that is enough), and the target's own bitmap brought up to
+ * date first (it is in service: later bits reach it as they are set).
+ * A copy in full clears t->sync_full only when it completes.
+ */
+static bool decide_regions(struct bm_mirror *m, struct bm_component *t)
+{
+	bool regions = false;
+
+	pthread_mutex_lock(&m->meta_lock);
+	if (m->bitmap && atomic_load(&t->state) == BM_CS_SYNCHRONIZING) {
+		if (bm_bitmap_write_component_locked(m, t) < 0)
+			fprintf(stderr, "blkmirror: %s: cannot write the bitmap of "
+			        "%s; copying it in full\n", m->name, t->path);
+		else
+			regions = !t->sync_full && bm_bitmap_is_member(m, t);
+	}
+	atomic_store(&t->sync_regions, regions);
+	pthread_mutex_unlock(&m->meta_lock);
+	return regions;
+}
+
 /* Copies to one target; returns 0 when done, 1 if stopped, <0 on error. */
 static int sync_one(struct bm_mirror *m, struct bm_component *t)
 {
@@ -603,6 +660,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		return 1;
 	}
 	uint64_t start = atomic_load(&t->sync_offset);
+	bool regions = decide_regions(m, t);
 	uint64_t next = start, done = start, ckpt_off = start;
 	uint64_t copied_since = 0, data_until = 0;
 	uint64_t now = bm_now_ns(), ckpt_ns = now, last_progress_ns = now;
@@ -613,9 +671,20 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	uint64_t unread_off = 0;
 
 	atomic_store(&m->sync_rate, 0);
-	bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
-	              "copying from offset %llu of %llu",
-	              (unsigned long long)start, (unsigned long long)m->size);
+	uint64_t copied_total = 0;
+	if (regions)
+		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
+		              "copying from offset %llu of %llu: the bitmap's "
+		              "%llu dirty regions of %llu bytes only",
+		              (unsigned long long)start,
+		              (unsigned long long)m->size,
+		              (unsigned long long)bm_bitmap_dirty_count(m),
+		              (unsigned long long)bm_bitmap_region_size(m));
+	else
+		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
+		              "copying from offset %llu of %llu",
+		              (unsigned long long)start,
+		              (unsigned long long)m->size);
 	for (;;) {
 		/* Completed requests: next step of each. */
 		pthread_mutex_lock(&run->lock);
@@ -643,8 +712,10 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		       !err) {
 			struct chunk *c = &run->ch[run->head];
 			done = c->off + c->len;
-			if (c->kind == CH_COPY)
+			if (c->kind == CH_COPY) {
 				copied_since += c->len;
+				copied_total += c->len;
+			}
 			run->head = (run->head + 1) % DEPTH;
 			run->count--;
 		}
@@ -761,6 +832,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		return -EIO;
 	}
 	atomic_store(&t->state, BM_CS_ACTIVE);
+	t->sync_full = false;
 	t->label.component_flags &= ~(BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC);
 	t->label.genid = m->genid;
 	t->label.syncid = m->syncid;
@@ -777,6 +849,9 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	pthread_mutex_lock(&m->info_lock);
 	m->sync_error[0] = '\0';
 	pthread_mutex_unlock(&m->info_lock);
+	fprintf(stderr, "blkmirror: %s: %s synchronized: %llu bytes copied "
+	        "(%s)\n", m->name, t->path, (unsigned long long)copied_total,
+	        regions ? "bitmap: dirty regions only" : "in full");
 	return 0;
 }
 

@@ -1,0 +1,905 @@
+/*
+ * The write-intent bitmap (format: bitmap.h).
+ *
+ * THE RULES
+ *
+ * Setting.  Before the first write to a region is issued to any component,
+ * the region's bit is written and flushed on every component in service
+ * (ACTIVE and SYNCHRONIZING).  In memory, `durable` holds the bits known to
+ * be on disk (atomic words): a write whose regions are all durable costs
+ * two atomic loads.  Otherwise it adds its regions to `want` and either
+ * waits for the writer of the bitmap (one at a time, `writing`) or becomes
+ * it: under meta_lock (component states cannot change) it writes every bit
+ * block that has wanted-but-not-durable bits to every component in
+ * service, flushes each, then publishes those bits as durable.  Writers
+ * that piled up meanwhile share the next such write (group commit).  A
+ * component that cannot write its bitmap is failed out (as for a label);
+ * if no ACTIVE one holds the bits the write fails with EIO.
+ *
+ * Clearing.  Bits are cleared only on the idle clean (meta.c's
+ * bm_meta_try_clean: no write in flight, every component flushed, clean
+ * labels written, new writers held at meta_lock by bm_meta_mark_dirty; or,
+ * the mirror already clean, once a copy that ended made every component
+ * ACTIVE: its target was flushed before it became ACTIVE) and at a clean
+ * stop, and only when every component present is ACTIVE.  While the mirror is
+ * degraded (a component DISCONNECTED, INACTIVE, FAILED, ABSENT, or
+ * SYNCHRONIZING) bits are never cleared: they record what the missing
+ * component misses.  A clear bumps clear_seq and records the members: the
+ * component_ids ACTIVE at that moment (all in sync).
+ *
+ * Catching up.  A component may be copied over the set regions only (not
+ * in full) iff the mirror has a bitmap and its component_id is among the
+ * members of the last clear (the header with the highest clear_seq).  It
+ * was then in sync; every write since that clear was issued only after its
+ * region's bit was durable, and no clear happened since (it would have
+ * needed this component ACTIVE, and a clear without it makes it no member).
+ * Its own writes that failed are in set regions too.  Otherwise — a new
+ * component (insert), `rebuild` (sync_full), a component whose label says
+ * FORCE_SYNC at assembly (rebuild or activate interrupted by a restart),
+ * a mirror without bitmap — the copy is in full.
+ *
+ * After an unclean stop (DIRTY labels), the components that are not the
+ * source are copied over the union of every component's set bits (the
+ * bits are on every component that was in service when the write began).
+ * The bits stay set until all components are ACTIVE and idle again, so a
+ * restart during such a copy redoes the same regions.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitmap.h"
+#include "crc32c.h"
+#include "error.h"
+#include "le.h"
+#include "mirror.h"
+
+enum {
+	H_MAGIC = 0, H_VERSION = 16, H_BLOCK = 20, H_MIRROR_ID = 24,
+	H_COMPONENT_ID = 32, H_REGION = 40, H_NREGIONS = 48, H_NBLOCKS = 56,
+	H_NMEMBERS = 60, H_SEQ = 64, H_CLEAR_SEQ = 72, H_SETS = 80,
+	H_MEMBERS = 88, H_END = 88 + 8 * BM_BITMAP_MAX_MEMBERS,
+	H_CRC = BM_BITMAP_BLOCK - 4,
+	B_MAGIC = 0, B_INDEX = 4, B_RESERVED = 8, B_CRC = 12,
+};
+_Static_assert(H_END <= H_CRC, "bitmap header fits");
+
+/* ---- encoding -------------------------------------------------------------- */
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+uint64_t bm_bitmap_default_region(uint64_t data_size)
+{
+	uint64_t r = BM_BITMAP_REGION_DEFAULT;
+
+	while (r < BM_BITMAP_REGION_MAX &&
+	       (data_size + r - 1) / r > BM_BITMAP_MAX_REGIONS)
+		r <<= 1;
+	return r;
+}
+
+int bm_bitmap_geometry(uint64_t data_size, uint64_t region, uint64_t *nregions,
+                       uint32_t *nblocks)
+{
+	if (!pow2(region) || region < BM_BITMAP_REGION_MIN ||
+	    region > BM_BITMAP_REGION_MAX)
+		return bm_error(EINVAL, "bitmap region size %" PRIu64 " is not a "
+		                "power of two from %u to %u", region,
+		                BM_BITMAP_REGION_MIN, BM_BITMAP_REGION_MAX);
+	uint64_t n = (data_size + region - 1) / region;
+	if (n == 0 || n > BM_BITMAP_MAX_REGIONS)
+		return bm_error(EINVAL, "bitmap region size %" PRIu64 " gives %"
+		                PRIu64 " regions; the bitmap holds 1 to %" PRIu64
+		                ": use larger regions", region, n,
+		                (uint64_t)BM_BITMAP_MAX_REGIONS);
+	*nregions = n;
+	*nblocks = (uint32_t)((n + BM_BITMAP_BITS_PER_BLOCK - 1) /
+	                      BM_BITMAP_BITS_PER_BLOCK);
+	return 0;
+}
+
+void bm_bitmap_header_encode(const struct bm_bitmap_header *h,
+                             uint8_t out[BM_BITMAP_BLOCK])
+{
+	memset(out, 0, BM_BITMAP_BLOCK);
+	memcpy(out + H_MAGIC, BM_BITMAP_MAGIC, 16);
+	bm_put32(out, H_VERSION, BM_BITMAP_VERSION);
+	bm_put32(out, H_BLOCK, BM_BITMAP_BLOCK);
+	bm_put64(out, H_MIRROR_ID, h->mirror_id);
+	bm_put64(out, H_COMPONENT_ID, h->component_id);
+	bm_put64(out, H_REGION, h->region_size);
+	bm_put64(out, H_NREGIONS, h->nregions);
+	bm_put32(out, H_NBLOCKS, h->nblocks);
+	bm_put32(out, H_NMEMBERS, h->nmembers);
+	bm_put64(out, H_SEQ, h->seq);
+	bm_put64(out, H_CLEAR_SEQ, h->clear_seq);
+	bm_put64(out, H_SETS, h->sets);
+	for (uint32_t i = 0; i < h->nmembers && i < BM_BITMAP_MAX_MEMBERS; i++)
+		bm_put64(out, H_MEMBERS + 8 * i, h->members[i]);
+	bm_put32(out, H_CRC, bm_crc32c(0, out, H_CRC));
+}
+
+int bm_bitmap_header_decode(const uint8_t *buf, size_t len,
+                            struct bm_bitmap_header *h)
+{
+	if (len < BM_BITMAP_BLOCK)
+		return bm_error(EINVAL, "bitmap header is truncated (%zu bytes)",
+		                len);
+	if (memcmp(buf + H_MAGIC, BM_BITMAP_MAGIC, 16) != 0)
+		return bm_error(ENOENT, "no bitmap header");
+	memset(h, 0, sizeof(*h));
+	h->version = bm_get32(buf, H_VERSION);
+	if (h->version != BM_BITMAP_VERSION)
+		return bm_error(EPROTO, "bitmap version %u is not one this "
+		                "blkmirror reads (1)", h->version);
+	uint32_t crc = bm_crc32c(0, buf, H_CRC);
+	if (crc != bm_get32(buf, H_CRC))
+		return bm_error(EINVAL, "bitmap header checksum mismatch: the "
+		                "bitmap is damaged");
+	if (bm_get32(buf, H_BLOCK) != BM_BITMAP_BLOCK)
+		return bm_error(EINVAL, "bitmap block size %u is wrong",
+		                bm_get32(buf, H_BLOCK));
+	h->mirror_id = bm_get64(buf, H_MIRROR_ID);
+	h->component_id = bm_get64(buf, H_COMPONENT_ID);
+	h->region_size = bm_get64(buf, H_REGION);
+	h->nregions = bm_get64(buf, H_NREGIONS);
+	h->nblocks = bm_get32(buf, H_NBLOCKS);
+	h->nmembers = bm_get32(buf, H_NMEMBERS);
+	h->seq = bm_get64(buf, H_SEQ);
+	h->clear_seq = bm_get64(buf, H_CLEAR_SEQ);
+	h->sets = bm_get64(buf, H_SETS);
+	if (!pow2(h->region_size) || h->region_size < BM_BITMAP_REGION_MIN ||
+	    h->region_size > BM_BITMAP_REGION_MAX)
+		return bm_error(EINVAL, "bitmap region size %" PRIu64 " is out of "
+		                "range", h->region_size);
+	if (h->nregions == 0 || h->nregions > BM_BITMAP_MAX_REGIONS ||
+	    h->nblocks != (h->nregions + BM_BITMAP_BITS_PER_BLOCK - 1) /
+	                          BM_BITMAP_BITS_PER_BLOCK)
+		return bm_error(EINVAL, "bitmap geometry is inconsistent (%" PRIu64
+		                " regions in %u blocks)", h->nregions, h->nblocks);
+	if (h->nmembers > BM_BITMAP_MAX_MEMBERS)
+		return bm_error(EINVAL, "bitmap member count %u is out of range",
+		                h->nmembers);
+	for (uint32_t i = 0; i < BM_BITMAP_MAX_MEMBERS; i++) {
+		uint64_t id = bm_get64(buf, H_MEMBERS + 8 * i);
+		if ((i < h->nmembers) != (id != 0))
+			return bm_error(EINVAL, "bitmap member list is malformed");
+		h->members[i] = id;
+	}
+	for (size_t i = H_END; i < H_CRC; i++)
+		if (buf[i])
+			return bm_error(EINVAL, "bitmap header reserved bytes are "
+			                "not zero");
+	return 0;
+}
+
+static uint32_t block_crc(const uint8_t *b)
+{
+	return bm_crc32c(bm_crc32c(0, b, B_CRC), b + BM_BITMAP_BITS_OFF,
+	                 BM_BITMAP_BITS_BYTES);
+}
+
+void bm_bitmap_block_encode(uint32_t index, const uint8_t *bits,
+                            uint8_t out[BM_BITMAP_BLOCK])
+{
+	bm_put32(out, B_MAGIC, BM_BITMAP_BLOCK_MAGIC);
+	bm_put32(out, B_INDEX, index);
+	bm_put32(out, B_RESERVED, 0);
+	memcpy(out + BM_BITMAP_BITS_OFF, bits, BM_BITMAP_BITS_BYTES);
+	bm_put32(out, B_CRC, block_crc(out));
+}
+
+int bm_bitmap_block_decode(const uint8_t *buf, size_t len, uint32_t index,
+                           uint8_t *bits)
+{
+	if (len < BM_BITMAP_BLOCK)
+		return bm_error(EINVAL, "bitmap block %u is truncated", index);
+	if (bm_get32(buf, B_MAGIC) != BM_BITMAP_BLOCK_MAGIC ||
+	    bm_get32(buf, B_INDEX) != index || bm_get32(buf, B_RESERVED))
+		return bm_error(EINVAL, "bitmap block %u has a wrong magic or "
+		                "index", index);
+	if (bm_get32(buf, B_CRC) != block_crc(buf))
+		return bm_error(EINVAL, "bitmap block %u checksum mismatch", index);
+	if (bits)
+		memcpy(bits, buf + BM_BITMAP_BITS_OFF, BM_BITMAP_BITS_BYTES);
+	return 0;
+}
+
+int bm_bitmap_decode(const uint8_t *area, size_t len, const struct bm_label *l,
+                     struct bm_bitmap_header *h, uint8_t *bits)
+{
+	uint64_t nregions;
+	uint32_t nblocks;
+	int err;
+
+	if (l->bitmap_size == 0)
+		return bm_error(ENOENT, "the label has no bitmap");
+	err = bm_bitmap_geometry(l->data_size, l->bitmap_chunk, &nregions,
+	                         &nblocks);
+	if (err < 0)
+		return err;
+	if (l->bitmap_size != bm_bitmap_bytes(nblocks))
+		return bm_error(EINVAL, "the label's bitmap size %" PRIu64 " does "
+		                "not match its geometry", l->bitmap_size);
+	if (len < l->bitmap_size)
+		return bm_error(EINVAL, "bitmap area is truncated");
+	err = bm_bitmap_header_decode(area, len, h);
+	if (err < 0)
+		return err;
+	if (h->mirror_id != l->mirror_id || h->component_id != l->component_id ||
+	    h->region_size != l->bitmap_chunk || h->nregions != nregions)
+		return bm_error(EINVAL, "the bitmap belongs to another label "
+		                "(ids or geometry differ)");
+	for (uint32_t i = 0; i < nblocks; i++) {
+		uint8_t *dst = bits ? bits + (size_t)i * BM_BITMAP_BITS_BYTES : NULL;
+		const uint8_t *b = area + (size_t)(i + 1) * BM_BITMAP_BLOCK;
+		err = bm_bitmap_block_decode(b, BM_BITMAP_BLOCK, i, NULL);
+		if (err < 0)
+			return err;
+		/* bits past nregions must be 0 */
+		uint64_t first = (uint64_t)i * BM_BITMAP_BITS_PER_BLOCK;
+		for (uint64_t r = nregions; r < first + BM_BITMAP_BITS_PER_BLOCK;
+		     r++) {
+			if (r < first)
+				continue;
+			uint64_t k = r - first;
+			if (b[BM_BITMAP_BITS_OFF + k / 8] & (1u << (k % 8)))
+				return bm_error(EINVAL, "bitmap has bits past its "
+				                "last region");
+		}
+		if (dst) {
+			/* bits is ceil(nregions/8) long: copy what fits */
+			uint64_t bytes = (nregions + 7) / 8 -
+			                 (uint64_t)i * BM_BITMAP_BITS_BYTES;
+			if (bytes > BM_BITMAP_BITS_BYTES)
+				bytes = BM_BITMAP_BITS_BYTES;
+			memcpy(dst, b + BM_BITMAP_BITS_OFF, bytes);
+		}
+	}
+	return 0;
+}
+
+/* ---- on-disk I/O ----------------------------------------------------------- */
+
+static int area_write(struct bm_backend *be, const struct bm_label *l,
+                      const void *buf, size_t len, uint64_t at, long tmo)
+{
+	void *b;
+	int err;
+
+	if (posix_memalign(&b, 4096, len))
+		return -ENOMEM;
+	memcpy(b, buf, len);
+	err = bm_backend_io_wait_timeout(be, BM_BOP_WRITE, b, (uint32_t)len,
+	                                 l->bitmap_offset + at, 0, tmo);
+	free(b);
+	return err;
+}
+
+/* Encodes header + every block of bits (bytes laid out as on disk). */
+static uint8_t *encode_all(const struct bm_bitmap_header *h,
+                           const uint8_t *bits)
+{
+	size_t total = (size_t)bm_bitmap_bytes(h->nblocks);
+	uint8_t *out = malloc(total);
+
+	if (!out)
+		return NULL;
+	bm_bitmap_header_encode(h, out);
+	for (uint32_t i = 0; i < h->nblocks; i++)
+		bm_bitmap_block_encode(i, bits + (size_t)i * BM_BITMAP_BITS_BYTES,
+		                       out + (size_t)(i + 1) * BM_BITMAP_BLOCK);
+	return out;
+}
+
+int bm_bitmap_write_new(struct bm_backend *be, const struct bm_label *l,
+                        const uint64_t *member_ids, uint32_t nmembers)
+{
+	struct bm_bitmap_header h = {0};
+	int err;
+
+	if (l->bitmap_size == 0)
+		return 0;
+	err = bm_bitmap_geometry(l->data_size, l->bitmap_chunk, &h.nregions,
+	                         &h.nblocks);
+	if (err < 0)
+		return err;
+	h.mirror_id = l->mirror_id;
+	h.component_id = l->component_id;
+	h.region_size = l->bitmap_chunk;
+	h.seq = 1;
+	h.clear_seq = 1;
+	h.nmembers = nmembers > BM_BITMAP_MAX_MEMBERS ? BM_BITMAP_MAX_MEMBERS
+	                                              : nmembers;
+	memcpy(h.members, member_ids, h.nmembers * sizeof(uint64_t));
+	uint8_t *zero = calloc(h.nblocks, BM_BITMAP_BITS_BYTES);
+	uint8_t *all = zero ? encode_all(&h, zero) : NULL;
+	free(zero);
+	if (!all)
+		return -ENOMEM;
+	err = area_write(be, l, all, (size_t)bm_bitmap_bytes(h.nblocks), 0,
+	                 BM_IO_TIMEOUT_MS_DEFAULT);
+	if (err == 0)
+		err = bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 BM_IO_TIMEOUT_MS_DEFAULT);
+	free(all);
+	return err;
+}
+
+/* Reads and checks a component's bitmap: 0 and *h, bits (ceil(n/8) bytes). */
+int bm_bitmap_read(struct bm_backend *be, const struct bm_label *l,
+                   struct bm_bitmap_header *h, uint8_t *bits)
+{
+	void *area;
+	int err;
+
+	if (l->bitmap_size == 0 || l->bitmap_size > BM_BITMAP_AREA)
+		return bm_error(ENOENT, "no bitmap");
+	if (posix_memalign(&area, 4096, (size_t)l->bitmap_size))
+		return -ENOMEM;
+	err = be->ops->pread_sync(be, area, (size_t)l->bitmap_size,
+	                          l->bitmap_offset);
+	if (err == 0)
+		err = bm_bitmap_decode(area, (size_t)l->bitmap_size, l, h, bits);
+	free(area);
+	return err;
+}
+
+/* ---- the engine's state ------------------------------------------------------ */
+
+struct bm_bitmap {
+	uint64_t region;
+	uint64_t nregions;
+	uint32_t nblocks;
+	_Atomic uint64_t *durable;   /* on disk on every component in service */
+	/* lock protects the rest; taken after meta_lock, never before */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool writing;                /* a thread writes blocks (meta_lock) */
+	uint8_t *want;               /* nblocks * BITS_BYTES, the disk image */
+	struct bm_bitmap_header h;   /* clear_seq, members, sets, seq */
+	bool failed;                 /* the last write could not be recorded */
+};
+
+static bool bit_get(const uint8_t *bits, uint64_t r)
+{
+	uint64_t blk = r / BM_BITMAP_BITS_PER_BLOCK,
+	         k = r % BM_BITMAP_BITS_PER_BLOCK;
+	return bits[blk * BM_BITMAP_BITS_BYTES + k / 8] & (1u << (k % 8));
+}
+
+static void bit_set(uint8_t *bits, uint64_t r)
+{
+	uint64_t blk = r / BM_BITMAP_BITS_PER_BLOCK,
+	         k = r % BM_BITMAP_BITS_PER_BLOCK;
+	bits[blk * BM_BITMAP_BITS_BYTES + k / 8] |= (uint8_t)(1u << (k % 8));
+}
+
+static bool durable_get(struct bm_bitmap *b, uint64_t r)
+{
+	return atomic_load_explicit(&b->durable[r / 64], memory_order_acquire) &
+	       (1ull << (r % 64));
+}
+
+bool bm_bitmap_region_set(struct bm_mirror *m, uint64_t r)
+{
+	struct bm_bitmap *b = m->bitmap;
+	return !b || r >= b->nregions || durable_get(b, r);
+}
+
+uint64_t bm_bitmap_region_size(struct bm_mirror *m)
+{
+	return m->bitmap ? m->bitmap->region : 0;
+}
+
+static struct bm_bitmap *bitmap_new(uint64_t region, uint64_t nregions,
+                                    uint32_t nblocks)
+{
+	struct bm_bitmap *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->region = region;
+	b->nregions = nregions;
+	b->nblocks = nblocks;
+	b->durable = calloc((nregions + 63) / 64, sizeof(uint64_t));
+	b->want = calloc(nblocks, BM_BITMAP_BITS_BYTES);
+	if (!b->durable || !b->want) {
+		free(b->durable);
+		free(b->want);
+		free(b);
+		return NULL;
+	}
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	return b;
+}
+
+void bm_bitmap_free(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+
+	if (!b)
+		return;
+	m->bitmap = NULL;
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->cond);
+	free(b->durable);
+	free(b->want);
+	free(b);
+}
+
+static bool writable(struct bm_component *c)
+{
+	int s = atomic_load(&c->state);
+	return s == BM_CS_ACTIVE || s == BM_CS_SYNCHRONIZING;
+}
+
+static bool has_bitmap(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	return c->be && c->label.bitmap_size && c->label.bitmap_chunk == b->region;
+}
+
+/* Caller holds meta_lock and b->lock.  Writes the whole bitmap (header and
+ * blocks from want) to c and flushes it. */
+static int write_all_to(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	struct bm_bitmap_header h = b->h;
+
+	h.mirror_id = c->label.mirror_id;
+	h.component_id = c->label.component_id;
+	h.region_size = b->region;
+	h.nregions = b->nregions;
+	h.nblocks = b->nblocks;
+	uint8_t *all = encode_all(&h, b->want);
+	if (!all)
+		return -ENOMEM;
+	long tmo = atomic_load(&m->io_timeout_ms);
+	int err = area_write(c->be, &c->label, all,
+	                     (size_t)bm_bitmap_bytes(b->nblocks), 0, tmo);
+	if (err == 0)
+		err = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 tmo);
+	free(all);
+	return err;
+}
+
+int bm_bitmap_open(struct bm_mirror *m, bool *usable)
+{
+	struct bm_bitmap *b = NULL;
+	struct bm_component *ref = NULL;
+
+	*usable = false;
+	if (m->no_metadata)
+		return 0;
+	/* The geometry of the components that have a bitmap (the labels
+	 * agree: they were written together). */
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int s = atomic_load(&c->state);
+		if (!c->be || s == BM_CS_ABSENT || !c->label.bitmap_size)
+			continue;
+		if (!ref || c->label.bitmap_chunk == ref->label.bitmap_chunk)
+			ref = ref ? ref : c;
+	}
+	if (!ref)
+		return 0;
+	uint64_t nregions;
+	uint32_t nblocks;
+	if (bm_bitmap_geometry(m->size, ref->label.bitmap_chunk, &nregions,
+	                       &nblocks) < 0)
+		return 0;
+	b = bitmap_new(ref->label.bitmap_chunk, nregions, nblocks);
+	if (!b)
+		return bm_error(ENOMEM, "out of memory");
+	uint8_t *bits = malloc((size_t)nblocks * BM_BITMAP_BITS_BYTES);
+	if (!bits) {
+		m->bitmap = b;
+		bm_bitmap_free(m);
+		return bm_error(ENOMEM, "out of memory");
+	}
+	int loaded = 0, bad = 0;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		struct bm_bitmap_header h;
+		/* an INACTIVE one was out of service: its bits do not count */
+		if (!c->be || atomic_load(&c->state) == BM_CS_ABSENT ||
+		    atomic_load(&c->state) == BM_CS_INACTIVE ||
+		    !c->label.bitmap_size || c->label.bitmap_chunk != b->region)
+			continue;
+		memset(bits, 0, (size_t)nblocks * BM_BITMAP_BITS_BYTES);
+		if (bm_bitmap_read(c->be, &c->label, &h, bits) < 0) {
+			fprintf(stderr, "blkmirror: %s: the bitmap of %s is "
+			        "unusable: %s\n", m->name, c->path, bm_last_error());
+			bad++;
+			continue;
+		}
+		loaded++;
+		for (size_t k = 0; k < (size_t)nblocks * BM_BITMAP_BITS_BYTES; k++)
+			b->want[k] |= bits[k];
+		if (h.clear_seq > b->h.clear_seq ||
+		    (h.clear_seq == b->h.clear_seq && !b->h.nmembers)) {
+			uint64_t sets = b->h.sets > h.sets ? b->h.sets : h.sets;
+			b->h = h;
+			b->h.sets = sets;
+		} else if (h.sets > b->h.sets) {
+			b->h.sets = h.sets;
+		}
+	}
+	free(bits);
+	if (loaded == 0) {
+		m->bitmap = b;
+		bm_bitmap_free(m);
+		return 0;
+	}
+	if (bad) {
+		/* a damaged bitmap may have held bits: all set, nobody a
+		 * member (copies are full, as without a bitmap) */
+		memset(b->want, 0xff, (size_t)nblocks * BM_BITMAP_BITS_BYTES);
+		for (uint64_t r = nregions;
+		     r < (uint64_t)nblocks * BM_BITMAP_BITS_PER_BLOCK; r++)
+			b->want[(r / BM_BITMAP_BITS_PER_BLOCK) * BM_BITMAP_BITS_BYTES +
+			        (r % BM_BITMAP_BITS_PER_BLOCK) / 8] &=
+			        (uint8_t)~(1u << (r % BM_BITMAP_BITS_PER_BLOCK % 8));
+		b->h.nmembers = 0;
+		memset(b->h.members, 0, sizeof(b->h.members));
+	}
+	for (uint64_t r = 0; r < nregions; r++)
+		if (bit_get(b->want, r))
+			b->durable[r / 64] |= 1ull << (r % 64);
+	m->bitmap = b;
+	*usable = bad == 0;
+	return 0;
+}
+
+bool bm_bitmap_is_member(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	bool yes = false;
+
+	if (!b || !has_bitmap(m, c))
+		return false;
+	pthread_mutex_lock(&b->lock);
+	for (uint32_t i = 0; i < b->h.nmembers; i++)
+		if (b->h.members[i] == c->label.component_id)
+			yes = true;
+	pthread_mutex_unlock(&b->lock);
+	return yes;
+}
+
+int bm_bitmap_write_component_locked(struct bm_mirror *m,
+                                     struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	int err;
+
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (!b || !has_bitmap(m, c))
+		return 0;
+	pthread_mutex_lock(&b->lock);
+	err = write_all_to(m, c);
+	pthread_mutex_unlock(&b->lock);
+	return err;
+}
+
+int bm_bitmap_write_all_locked(struct bm_mirror *m)
+{
+	int first = 0;
+
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (!m->bitmap)
+		return 0;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!writable(c))
+			continue;
+		int err = bm_bitmap_write_component_locked(m, c);
+		if (err < 0 && !first)
+			first = err;
+	}
+	return first;
+}
+
+/* Caller holds meta_lock, not b->lock.  Writes the blocks that have
+ * wanted bits not yet durable to every component in service, then makes
+ * them durable.  0, or -EIO when no ACTIVE component holds them. */
+static int flush_pending(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint8_t *img = NULL;
+	uint32_t *idx = NULL;
+	uint32_t n = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&b->lock);
+	idx = malloc(b->nblocks * sizeof(*idx));
+	img = malloc((size_t)b->nblocks * BM_BITMAP_BLOCK);
+	if (!idx || !img) {
+		pthread_mutex_unlock(&b->lock);
+		free(idx);
+		free(img);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < b->nblocks; i++) {
+		uint64_t first = (uint64_t)i * BM_BITMAP_BITS_PER_BLOCK;
+		uint64_t end = first + BM_BITMAP_BITS_PER_BLOCK;
+		bool need = false;
+		if (end > b->nregions)
+			end = b->nregions;
+		for (uint64_t r = first; r < end && !need; r++)
+			need = bit_get(b->want, r) && !durable_get(b, r);
+		if (!need)
+			continue;
+		bm_bitmap_block_encode(i, b->want + (size_t)i * BM_BITMAP_BITS_BYTES,
+		                       img + (size_t)n * BM_BITMAP_BLOCK);
+		idx[n++] = i;
+	}
+	b->h.sets++;
+	pthread_mutex_unlock(&b->lock);
+
+	long tmo = atomic_load(&m->io_timeout_ms);
+	bool held = false;
+	for (int ci = 0; ci < m->ncomp && n; ci++) {
+		struct bm_component *c = &m->comp[ci];
+		if (!writable(c) || !has_bitmap(m, c))
+			continue;
+		int e = 0;
+		for (uint32_t k = 0; k < n && e == 0; k++)
+			e = area_write(c->be, &c->label,
+			               img + (size_t)k * BM_BITMAP_BLOCK,
+			               BM_BITMAP_BLOCK,
+			               (uint64_t)(idx[k] + 1) * BM_BITMAP_BLOCK, tmo);
+		if (e == 0)
+			e = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0,
+			                               0, 0, tmo);
+		if (e < 0) {
+			char why[128];
+			snprintf(why, sizeof(why), "cannot write its bitmap: %s",
+			         strerror(-e));
+			bm_meta_drop_locked(m, c, bm_error_is_gone(e)
+			                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
+			continue;
+		}
+		if (atomic_load(&c->state) == BM_CS_ACTIVE)
+			held = true;
+	}
+	if (n && !held)
+		err = -EIO;
+	if (err == 0) {
+		/* publish: what was encoded is on disk everywhere */
+		for (uint32_t k = 0; k < n; k++) {
+			const uint8_t *bits = img + (size_t)k * BM_BITMAP_BLOCK +
+			                      BM_BITMAP_BITS_OFF;
+			uint64_t first = (uint64_t)idx[k] * BM_BITMAP_BITS_PER_BLOCK;
+			for (uint64_t j = 0; j < BM_BITMAP_BITS_PER_BLOCK &&
+			                     first + j < b->nregions; j++)
+				if (bits[j / 8] & (1u << (j % 8)))
+					atomic_fetch_or(&b->durable[(first + j) / 64],
+					                1ull << ((first + j) % 64));
+		}
+	}
+	free(idx);
+	free(img);
+	return err;
+}
+
+int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint64_t first, last, r;
+
+	if (!b || len == 0)
+		return 0;
+	bm_bitmap_span(b->region, off, len, &first, &last);
+	if (last >= b->nregions)
+		last = b->nregions - 1;
+	for (r = first; r <= last; r++)
+		if (!durable_get(b, r))
+			break;
+	if (r > last)
+		return 0; /* the hot path: every bit already on disk */
+
+	int err = 0;
+	pthread_mutex_lock(&b->lock);
+	for (r = first; r <= last; r++)
+		bit_set(b->want, r);
+	for (;;) {
+		for (r = first; r <= last; r++)
+			if (!durable_get(b, r))
+				break;
+		if (r > last)
+			break;
+		if (b->writing) {
+			pthread_cond_wait(&b->cond, &b->lock);
+			continue;
+		}
+		b->writing = true;
+		pthread_mutex_unlock(&b->lock);
+		pthread_mutex_lock(&m->meta_lock);
+		err = flush_pending(m);
+		pthread_mutex_unlock(&m->meta_lock);
+		pthread_mutex_lock(&b->lock);
+		b->writing = false;
+		pthread_cond_broadcast(&b->cond);
+		if (err < 0)
+			break;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return err < 0 ? bm_error(-err, "cannot record the write in the "
+	                                "bitmap") : 0;
+}
+
+void bm_bitmap_clear_locked(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+	int nact = 0;
+
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (!b || m->degraded || atomic_load(&m->writes_inflight) > 0)
+		return;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c))
+			continue;
+		if (atomic_load(&c->state) != BM_CS_ACTIVE || !has_bitmap(m, c))
+			return;
+		nact++;
+	}
+	if (nact == 0 || nact > (int)BM_BITMAP_MAX_MEMBERS)
+		return;
+	pthread_mutex_lock(&b->lock);
+	bool any = false;
+	for (size_t k = 0; k < (size_t)b->nblocks * BM_BITMAP_BITS_BYTES; k++)
+		any |= b->want[k] != 0;
+	bool same_members = (int)b->h.nmembers == nact;
+	for (int i = 0, j = 0; i < m->ncomp && same_members; i++)
+		if (bm_comp_present(&m->comp[i]))
+			same_members = b->h.members[j++] == m->comp[i].label.component_id;
+	if (b->writing || (!any && same_members)) {
+		pthread_mutex_unlock(&b->lock);
+		return;
+	}
+	/* no writer can be between its bit check and its issue: none is
+	 * in flight and new ones wait at meta_lock (bm_meta_mark_dirty) */
+	for (uint64_t w = 0; w < (b->nregions + 63) / 64; w++)
+		atomic_store(&b->durable[w], 0);
+	memset(b->want, 0, (size_t)b->nblocks * BM_BITMAP_BITS_BYTES);
+	b->h.clear_seq++;
+	b->h.seq++;
+	memset(b->h.members, 0, sizeof(b->h.members));
+	b->h.nmembers = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]))
+			b->h.members[b->h.nmembers++] = m->comp[i].label.component_id;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c))
+			continue;
+		/* a stale set bit on disk only costs a copy: no failure here */
+		if (write_all_to(m, c) < 0)
+			fprintf(stderr, "blkmirror: %s: cannot clear the bitmap of "
+			        "%s\n", m->name, c->path);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+uint64_t bm_bitmap_dirty_count(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint64_t n = 0;
+
+	if (!b)
+		return 0;
+	for (uint64_t w = 0; w < (b->nregions + 63) / 64; w++)
+		n += (uint64_t)__builtin_popcountll(atomic_load(&b->durable[w]));
+	return n;
+}
+
+/* "R1-R2, R3, ..." of the set regions (at most `max` ranges). */
+static int ranges_text(bool (*get)(const void *, uint64_t), const void *arg,
+                       uint64_t n, int max, char *buf, size_t len)
+{
+	size_t used = 0;
+	int shown = 0;
+
+	buf[0] = '\0';
+	for (uint64_t r = 0; r < n;) {
+		if (!get(arg, r)) {
+			r++;
+			continue;
+		}
+		uint64_t e = r;
+		while (e + 1 < n && get(arg, e + 1))
+			e++;
+		if (shown == max) {
+			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+			                         ", ...");
+			break;
+		}
+		if (e == r)
+			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+			                         "%s%" PRIu64, shown ? ", " : "", r);
+		else
+			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+			                         "%s%" PRIu64 "-%" PRIu64,
+			                         shown ? ", " : "", r, e);
+		shown++;
+		r = e + 1;
+	}
+	return (int)used;
+}
+
+static bool get_durable(const void *arg, uint64_t r)
+{
+	return durable_get((struct bm_bitmap *)arg, r);
+}
+
+static bool get_bits(const void *arg, uint64_t r)
+{
+	return bit_get(arg, r);
+}
+
+int bm_bitmap_status_text(struct bm_mirror *m, char *buf, size_t len)
+{
+	struct bm_bitmap *b = m->bitmap;
+	char ranges[160];
+
+	if (!b)
+		return snprintf(buf, len, "Bitmap: none (whole components are "
+		                "copied)\n");
+	ranges_text(get_durable, b, b->nregions, 6, ranges, sizeof(ranges));
+	return snprintf(buf, len, "Bitmap: %" PRIu64 " KiB regions, %" PRIu64
+	                " regions, %" PRIu64 " dirty%s%s\n", b->region >> 10,
+	                b->nregions, bm_bitmap_dirty_count(m),
+	                ranges[0] ? ": " : "", ranges);
+}
+
+int bm_bitmap_dump_text(struct bm_backend *be, const struct bm_label *l,
+                        const char *in, char *buf, size_t len)
+{
+	struct bm_bitmap_header h;
+	char ranges[160];
+	uint64_t nregions;
+	uint32_t nblocks;
+
+	if (!l->bitmap_size)
+		return snprintf(buf, len, "%sBitmapState: none\n", in);
+	if (bm_bitmap_geometry(l->data_size, l->bitmap_chunk, &nregions,
+	                       &nblocks) < 0)
+		return snprintf(buf, len, "%sBitmapState: unusable (%s)\n", in,
+		                bm_last_error());
+	uint8_t *bits = calloc(nblocks, BM_BITMAP_BITS_BYTES);
+	if (!bits)
+		return snprintf(buf, len, "%sBitmapState: out of memory\n", in);
+	/* decode writes ceil(n/8) bytes; lay them out per block for get_bits */
+	uint8_t *flat = calloc(1, (size_t)(nregions + 7) / 8 + 1);
+	int err = flat ? bm_bitmap_read(be, l, &h, flat) : -ENOMEM;
+	int n;
+	if (err < 0) {
+		n = snprintf(buf, len, "%sBitmapState: unusable (%s)\n", in,
+		             err == -ENOMEM ? "out of memory" : bm_last_error());
+	} else {
+		uint64_t dirty = 0;
+		for (uint64_t r = 0; r < nregions; r++)
+			if (flat[r / 8] & (1u << (r % 8))) {
+				bit_set(bits, r);
+				dirty++;
+			}
+		ranges_text(get_bits, bits, nregions, 6, ranges, sizeof(ranges));
+		n = snprintf(buf, len, "%sBitmapState: %" PRIu64 " KiB regions, %"
+		             PRIu64 " regions, %" PRIu64 " dirty%s%s; clear_seq %"
+		             PRIu64 ", %u members\n", in,
+		             (uint64_t)l->bitmap_chunk >> 10, nregions, dirty,
+		             ranges[0] ? ": " : "", ranges, h.clear_seq, h.nmembers);
+	}
+	free(flat);
+	free(bits);
+	return n;
+}
