@@ -66,11 +66,11 @@
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
 #define RA_CHUNK_MIN (512u << 10)
-#define RA_CHUNK_START (1u << 20)          /* memory, SSD, unknown */
-#define RA_CHUNK_START_ROTATIONAL (2u << 20)
+#define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
+#define RA_CHUNK_START_ROTATIONAL (4u << 20)
 #define RA_PROBE_SAMPLES 3        /* chunks measured per size */
 #define RA_PROBE_GAIN 1.03        /* a larger chunk must be 3% faster */
-#define RA_REPROBE_ROUNDS 40      /* measure rounds before probing again */
+#define RA_REPROBE_ROUNDS 10      /* measure rounds before probing again */
 #define RA_STEAL_GAIN 0.7         /* steal when elsewhere is 30% sooner */
 #define RA_BUF_CACHE 8            /* freed chunk buffers kept warm */
 #define RA_BUF_CACHE_BYTES (16u << 20)
@@ -308,12 +308,26 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 	return other;
 }
 
-/* The largest chunk the memory cap allows: every readable component keeps
- * two chunks in flight and the window holds two more each (lock held). */
-static uint32_t chunk_bound(struct bm_mirror *m)
+/* The largest chunk for a component.  The memory cap: every readable
+ * component keeps two chunks in flight and the window holds two more each.
+ * And its share of the speed: the window (at most half the cap) is read
+ * by the components in proportion to their measured speeds, so a chunk of
+ * a slow component is at most half its share of the window; a larger one
+ * would take longer than the client needs to get to it (lock held). */
+static uint32_t chunk_bound(struct bm_mirror *m, int comp)
 {
 	int n = bm_readable_count(m);
 	uint64_t b = m->ra.cap / (4u * (uint64_t)(n > 0 ? n : 1));
+	double sum = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		if (readable(m, i) && m->ra.comp[i].ns_per_byte > 0)
+			sum += 1.0 / m->ra.comp[i].ns_per_byte;
+	if (sum > 0 && m->ra.comp[comp].ns_per_byte > 0) {
+		double share = 1.0 / m->ra.comp[comp].ns_per_byte / sum;
+		uint64_t by_speed = (uint64_t)((double)(m->ra.cap / 2) * share / 2);
+		if (by_speed < b)
+			b = by_speed;
+	}
 	uint32_t p = RA_CHUNK_MIN;
 
 	while ((uint64_t)p * 2 <= b && p < (1u << 30))
@@ -332,7 +346,7 @@ static uint32_t chunk_size(struct bm_mirror *m, int comp)
 	if (!rc->chunk)
 		rc->chunk = m->comp[comp].be && m->comp[comp].be->rotational
 		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
-	uint32_t bound = chunk_bound(m);
+	uint32_t bound = chunk_bound(m, comp);
 	while (rc->chunk > bound)
 		rc->chunk /= 2;
 	return rc->chunk;
@@ -567,7 +581,7 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 	struct ra_comp *rc = &m->ra.comp[comp];
 	uint64_t start = c->t_issue > rc->last_done_ns ? c->t_issue
 	                                               : rc->last_done_ns;
-	uint32_t max = chunk_bound(m);
+	uint32_t max = chunk_bound(m, comp);
 	const char *what = NULL;
 
 	rc->last_done_ns = t_done;
