@@ -86,6 +86,7 @@ struct ra_chunk {
 	int comp;
 	bool idle_start;         /* its component had nothing else in flight */
 	bool stolen;             /* a twin of a late chunk (never stolen again) */
+	bool contiguous;         /* follows its component's previous chunk */
 	unsigned epoch;          /* its component's connection when issued */
 	uint64_t t_issue;
 	uint64_t q_mark;         /* its component's issued_cum before it */
@@ -310,10 +311,11 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 
 /* The largest chunk for a component.  The memory cap: every readable
  * component keeps two chunks in flight and the window holds two more each.
- * And its share of the speed: the window (at most half the cap) is read
- * by the components in proportion to their measured speeds, so a chunk of
- * a slow component is at most half its share of the window; a larger one
- * would take longer than the client needs to get to it (lock held). */
+ * And, for a component clearly slower than the others (less than half
+ * an equal share of the summed speed), its share: the window (at most
+ * half the cap) is read by the components in proportion to their measured
+ * speeds, so its chunk is at most half its share of the window; a larger
+ * one would take longer than the client needs to get to it (lock held). */
 static uint32_t chunk_bound(struct bm_mirror *m, int comp)
 {
 	int n = bm_readable_count(m);
@@ -324,9 +326,11 @@ static uint32_t chunk_bound(struct bm_mirror *m, int comp)
 			sum += 1.0 / m->ra.comp[i].ns_per_byte;
 	if (sum > 0 && m->ra.comp[comp].ns_per_byte > 0) {
 		double share = 1.0 / m->ra.comp[comp].ns_per_byte / sum;
-		uint64_t by_speed = (uint64_t)((double)(m->ra.cap / 2) * share / 2);
-		if (by_speed < b)
-			b = by_speed;
+		if (share < 0.5 / (n > 0 ? n : 1)) {
+			uint64_t by_speed = (uint64_t)((double)(m->ra.cap / 2) * share / 2);
+			if (by_speed < b)
+				b = by_speed;
+		}
 	}
 	uint32_t p = RA_CHUNK_MIN;
 
@@ -347,8 +351,14 @@ static uint32_t chunk_size(struct bm_mirror *m, int comp)
 		rc->chunk = m->comp[comp].be && m->comp[comp].be->rotational
 		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
 	uint32_t bound = chunk_bound(m, comp);
-	while (rc->chunk > bound)
-		rc->chunk /= 2;
+	if (rc->chunk > bound) {
+		while (rc->chunk > bound)
+			rc->chunk /= 2;
+		/* measure again at the new size */
+		rc->phase = RA_MEASURING;
+		rc->samples = 0;
+		rc->sample_bytes = rc->sample_ns = 0;
+	}
 	return rc->chunk;
 }
 
@@ -409,6 +419,8 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 			ra->comp[comp].head_start_ns = bm_now_ns();
 		c->q_mark = ra->comp[comp].issued_cum;
 		ra->comp[comp].issued_cum += len;
+		c->contiguous = c->off == ra->comp[comp].issue_end;
+		ra->comp[comp].issue_end = c->off + len;
 		ra->bytes += len;
 		atomic_fetch_add(&ra->nchunks, 1);
 		if (s->tail)
@@ -569,7 +581,9 @@ static bool ra_debug(void)
  *
  * The climb: measure RA_PROBE_SAMPLES chunks at the current size, then as
  * many at twice the size; keep the larger while it is RA_PROBE_GAIN
- * faster, and try the next; else go back and settle.  Positioning over
+ * faster, and try the next; else measure it once more (a noisy machine)
+ * and, still no gain, go back and settle.  Chunks that found their
+ * component idle are not measured (a stream's start).  Positioning over
  * the other components' chunks (a rotating disk, announced or not) makes
  * each doubling pay until the transfer dwarfs it; on media with no
  * positioning cost the first doubling already does not pay, and the climb
@@ -584,14 +598,23 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 	uint32_t max = chunk_bound(m, comp);
 	const char *what = NULL;
 
+	if (rc->chunk > max)
+		(void)chunk_size(m, comp); /* the bound fell: start again */
+
 	rc->last_done_ns = t_done;
 	if (t_done <= start)
 		return;
 	double npb = (double)(t_done - start) / (double)c->len;
-	rc->ns_per_byte = rc->ns_per_byte > 0 ? 0.75 * rc->ns_per_byte + 0.25 * npb
-	                                      : npb;
-	if (c->len != rc->chunk || c->stolen)
-		return; /* a short tail chunk, one of the old size, a twin */
+	if (rc->ns_per_byte <= 0)
+		rc->ns_per_byte = npb;
+	else if (!c->idle_start)
+		rc->ns_per_byte = 0.75 * rc->ns_per_byte + 0.25 * npb;
+	if (c->len != rc->chunk || c->stolen || c->idle_start || c->contiguous)
+		return; /* a short tail chunk, one of the old size, a twin, one
+		         * that found its disk idle (a stream's start: the disk's
+		         * own read-ahead may have served part of it), or one that
+		         * continued its previous chunk (no positioning: the cost
+		         * that larger chunks amortize is not in it) */
 	rc->sample_bytes += c->len;
 	rc->sample_ns += t_done - start;
 	if (++rc->samples < RA_PROBE_SAMPLES)
@@ -616,10 +639,13 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 			what = "probe";
 		} else {
 			rc->phase = RA_SETTLED;
-			what = "keep: memory bound";
+			what = "keep: bound";
 		}
 		break;
 	case RA_PROBING:
+		if (thr <= rc->thr * RA_PROBE_GAIN && ++rc->probe_rounds < 2)
+			return; /* no gain yet: measure it once more (noise) */
+		rc->probe_rounds = 0;
 		if (thr > rc->thr * RA_PROBE_GAIN) {
 			rc->thr = thr;
 			if (rc->chunk * 2 <= max) {
@@ -627,7 +653,7 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 				what = "extend: doubling paid";
 				break;
 			}
-			what = "keep: doubling paid, memory bound";
+			what = "keep: doubling paid, bound";
 		} else {
 			rc->chunk /= 2; /* no better: back to the smaller size */
 			what = "settle: doubling did not pay";
