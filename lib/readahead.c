@@ -12,34 +12,44 @@
  * from any connection: a read that starts where a stream's last read ended,
  * or inside its read-ahead window, belongs to it).  After two sequential
  * reads the stream reads ahead: the range after the client's position is
- * cut into chunks, and each chunk goes to whichever ACTIVE component has a
- * free read-ahead slot (one each).  A component takes its next chunk when
- * it finishes one, so every component stays busy with long transfers and a
- * faster one takes proportionally more chunks: the work follows each
- * component's measured pace with no rate arithmetic to get wrong.  Client
- * reads are then served from memory, or wait for the chunks they need.
+ * cut into chunks, issued in stream order.  Until every component has a
+ * measured speed, each chunk goes to the component with the fewest chunks
+ * in flight (two at most each).  Then (pick_slot) it goes to the one that
+ * would finish it first, counting what each has queued (earliest finish,
+ * up to RA_SLOTS_MAX chunks each), so that work follows measured speed: a
+ * fast component takes more chunks, and a slow one takes a chunk only if
+ * it would deliver it before the client, at the components' summed speed,
+ * gets there.  A client read that waits for a chunk whose component is
+ * late, when another would deliver it clearly sooner, gets the chunk read
+ * there too (steal_late: the twin takes its place; the late one is freed
+ * when it lands).  Client reads are served from memory, or wait for the
+ * chunks they need.
  *
  * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
- * half the memory cap (64 MiB per mirror unless configured); no chunk is
- * allocated past the cap.  Chunks behind the client are freed at once; a
- * stream idle for a second is dropped with its chunks, and so is the least
- * recently used stream when a new one needs its slot.  A read that fits no
- * stream goes to the component with the fewest requests outstanding (all
- * connections and read-ahead counted, ties rotated; on a rotating
- * component a read next to its head position counts one request less).
+ * half the memory cap (64 MiB per mirror unless configured), and never
+ * less than two chunks per component; no chunk is allocated past the cap.
+ * Chunks behind the client are freed at once (buffers are mapped, and a
+ * few are kept warm for reuse); a stream idle for a second is dropped with
+ * its chunks, and so is the least recently used stream when a new one
+ * needs its slot.  A read that fits no stream goes to the component with
+ * the fewest requests outstanding (all connections and read-ahead
+ * counted, ties rotated; on a rotating component a read next to its head
+ * position counts one request less).
  *
- * Chunk size (per component).  Each component keeps two chunks queued so
- * that it never waits for us between them.  A chunk costs positioning plus
- * bytes over bandwidth; on a rotating disk the positioning is the spin
- * (or short seek) over the other components' chunks, so small chunks lose
- * much of the disk's speed and large ones little.  Rather than guess the
- * two, each component's chunk size climbs by measurement: throughput (bytes
- * over service time, service measured from when the component could start
- * the chunk) is measured over six chunks at the current size, then at
- * twice the size; the larger size is kept while it is at least 4% faster,
- * up to 1 MiB on memory, SSD or unknown media and 8 MiB on a rotating disk
- * (larger chunks on fast media only delay the first byte); a settled
- * component probes again after a while, to follow a change.
+ * Chunk size (per component), by measurement alone.  A chunk costs
+ * positioning plus bytes over bandwidth; on a rotating disk the
+ * positioning is the spin (or seek) over the other components' chunks, so
+ * small chunks lose much of the disk's speed and large ones little.  Many
+ * rotating disks do not say so (NBD servers that never set the rotational
+ * flag, files), so what a component announces only picks where the climb
+ * starts (2 MiB, 4 MiB if rotational); the climb itself (learn) measures
+ * throughput over RA_PROBE_SAMPLES chunks at a size, then at twice the
+ * size, and keeps doubling while that is more than 3% faster.  On media
+ * with no positioning cost doubling stops paying and the climb stops
+ * there; the only bound is memory (the cap shared by the components'
+ * chunks) and, for a component much slower than the others, its share of
+ * the window.  BM_RA_DEBUG=1 prints every decision and, at the end, each
+ * component's size, speed, waits and stolen chunks.
 
  * Never stale.  A write drops every chunk it overlaps, and every chunk after
  * it in that stream, when it is submitted and again just before it is
@@ -309,8 +319,18 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 	return other;
 }
 
+/* How many streams read ahead (lock held). */
+static int streams_reading(struct bm_mirror *m)
+{
+	int n = 0;
+	for (int i = 0; i < BM_RA_STREAMS; i++)
+		n += m->ra.streams[i].used && m->ra.streams[i].hits >= RA_MIN_HITS;
+	return n;
+}
+
 /* The largest chunk for a component.  The memory cap: every readable
- * component keeps two chunks in flight and the window holds two more each.
+ * component keeps two chunks in flight and the window holds two more each,
+ * for every stream that reads ahead.
  * And, for a component clearly slower than the others (less than half
  * an equal share of the summed speed), its share: the window (at most
  * half the cap) is read by the components in proportion to their measured
@@ -318,8 +338,9 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
  * one would take longer than the client needs to get to it (lock held). */
 static uint32_t chunk_bound(struct bm_mirror *m, int comp)
 {
-	int n = bm_readable_count(m);
-	uint64_t b = m->ra.cap / (4u * (uint64_t)(n > 0 ? n : 1));
+	int n = bm_readable_count(m), nstreams = streams_reading(m);
+	uint64_t b = m->ra.cap / (4u * (uint64_t)(n > 0 ? n : 1) *
+	                          (uint64_t)(nstreams > 1 ? nstreams : 1));
 	double sum = 0;
 	for (int i = 0; i < m->ncomp; i++)
 		if (readable(m, i) && m->ra.comp[i].ns_per_byte > 0)
@@ -372,7 +393,12 @@ static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
 	for (int i = 0; i < m->ncomp; i++)
 		floor += 2ull * (m->ra.comp[i].chunk ? m->ra.comp[i].chunk
 		                                      : RA_CHUNK_MIN);
-	return s->window > floor ? s->window : floor;
+	/* streams share the cap: none takes more than its part */
+	int n = streams_reading(m);
+	uint64_t w = s->window, part = m->ra.cap / 2 / (uint64_t)(n > 1 ? n : 1);
+	if (w > part)
+		w = part;
+	return w > floor ? w : floor;
 }
 
 /* Issues chunks until `target` is read ahead or nothing is free; up to
