@@ -71,7 +71,7 @@
 #include "readahead.h"
 
 #define RA_SLOTS_PER_COMP 2       /* chunks queued per component, at least */
-#define RA_SLOTS_MAX 8            /* at most (by expected finish: pick_slot) */
+#define RA_SLOTS_MAX 12            /* at most (by expected finish: pick_slot) */
 #define RA_MIN_HITS 2
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
