@@ -295,6 +295,8 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 		}
 		return best;
 	}
+	for (int i = 0; i < m->ncomp; i++)
+		t[i] = UINT64_MAX; /* a component that becomes readable meanwhile */
 	for (int k = 0; k < m->ncomp; k++) {
 		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
 		if (!readable(m, i))
@@ -311,7 +313,8 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 	uint64_t need = now + (uint64_t)((double)ahead / bytes_per_ns);
 	int other = -1;
 	for (int i = 0; i < m->ncomp; i++)
-		if (i != best && readable(m, i) && ra->comp[i].slots < RA_SLOTS_MAX &&
+		if (i != best && t[i] != UINT64_MAX && readable(m, i) &&
+		    ra->comp[i].slots < RA_SLOTS_MAX &&
 		    t[i] + (uint64_t)(ra->comp[i].ns_per_byte * chunk_size(m, i)) / 4
 		            <= need &&
 		    (other < 0 || t[i] < t[other]))

@@ -41,10 +41,23 @@ disk d1 160M
 bm label -n m1 "$(disk_uri d0)" "$(disk_uri d1)"
 serve m1
 bm configure -b stream m1
-nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m1)" null:
+# (a component given only chunks that continue its previous one measures
+# nothing: read until some decision is made, three times at most)
+for _ in 1 2 3; do
+  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m1)" null:
+  grep -q '^ra: comp .* chunk [0-9]*:' "$T/m1.log" && break
+done
 stop m1
-grep '^ra: comp .* chunk [0-9]*:' "$T/m1.log" >"$T/decisions" || fail "no decisions on memory disks"
+grep '^ra: comp .* chunk [0-9]*:' "$T/m1.log" >"$T/decisions" || true
 cat "$T/decisions"
+if [ ! -s "$T/decisions" ]; then
+  # no measure, no climb: every component is still at its starting size
+  for c in 0 1; do
+    size=$(sed -n "s/^ra: comp $c: chunk \([0-9]*\),.*/\1/p" "$T/m1.log")
+    [ -n "$size" ] && [ "$size" -le $((2 * MIB)) ] ||
+      fail "component $c of the memory mirror at '$size' without a decision"
+  done
+fi
 awk '{
     # ra: comp N chunk SIZE: THR MB/s (before BEFORE) -> chunk NEW WHAT... (bound B, ...)
     size = $5 + 0; thr = $6 + 0; before = $9 + 0; new = $12 + 0
