@@ -16,9 +16,14 @@
  * over it); anything else costs `seek`.
  *
  *   nbdkit -U SOCK ./diskemu.so size=1G rate=80 [seek=MS] [cache=1M] [fill=SEED]
+ *          [rotational=0|1]
  *     size   bytes (k/M/G suffixes as nbdkit parses them)
  *     rate   MiB/s for reads and writes (the head is shared)
  *     seek   milliseconds of a seek; > 0 also reports a rotating disk
+ *            unless rotational=0 says otherwise
+ *     rotational  what the disk announces (NBD rotational flag): 0 makes
+ *            a rotating disk that does not say so (many NBD servers never
+ *            set the flag, and a file never has it)
  *     cache  read-ahead cache bytes (default 1M; 0 turns it off)
  *     fill   fill with pseudo-random data from SEED (same SEED, same data),
  *            so no minute is spent writing test data first
@@ -41,6 +46,7 @@ static double seek_s;
 static double cache_bytes = 1024 * 1024;
 static uint64_t fill_seed;
 static bool fill;
+static int announce_rotational = -1; /* -1: seek > 0 */
 static uint8_t *mem;
 
 static pthread_mutex_t head_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -116,6 +122,14 @@ static int diskemu_config(const char *key, const char *value)
 		cache_bytes = (double)c;
 		return 0;
 	}
+	if (strcmp(key, "rotational") == 0) {
+		if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+			nbdkit_error("rotational must be 0 or 1");
+			return -1;
+		}
+		announce_rotational = value[0] == '1';
+		return 0;
+	}
 	if (strcmp(key, "fill") == 0) {
 		fill = true;
 		fill_seed = strtoull(value, NULL, 10) | 1;
@@ -165,7 +179,7 @@ static int diskemu_can_multi_conn(void *h)
 
 static int diskemu_is_rotational(void *h)
 {
-	return seek_s > 0;
+	return announce_rotational >= 0 ? announce_rotational : seek_s > 0;
 }
 
 static int diskemu_pread(void *h, void *buf, uint32_t count, uint64_t offset,
@@ -201,7 +215,8 @@ static struct nbdkit_plugin plugin = {
 	.longname = "blkmirror's one-head disk emulator",
 	.config = diskemu_config,
 	.config_complete = diskemu_config_complete,
-	.config_help = "size=SIZE rate=MIB_PER_S [seek=MS] [cache=SIZE] [fill=SEED]",
+	.config_help = "size=SIZE rate=MIB_PER_S [seek=MS] [cache=SIZE] [fill=SEED] "
+	               "[rotational=0|1]",
 	.open = diskemu_open,
 	.get_size = diskemu_get_size,
 	.can_multi_conn = diskemu_can_multi_conn,

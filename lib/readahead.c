@@ -12,34 +12,44 @@
  * from any connection: a read that starts where a stream's last read ended,
  * or inside its read-ahead window, belongs to it).  After two sequential
  * reads the stream reads ahead: the range after the client's position is
- * cut into chunks, and each chunk goes to whichever ACTIVE component has a
- * free read-ahead slot (one each).  A component takes its next chunk when
- * it finishes one, so every component stays busy with long transfers and a
- * faster one takes proportionally more chunks: the work follows each
- * component's measured pace with no rate arithmetic to get wrong.  Client
- * reads are then served from memory, or wait for the chunks they need.
+ * cut into chunks, issued in stream order.  Until every component has a
+ * measured speed, each chunk goes to the component with the fewest chunks
+ * in flight (two at most each).  Then (pick_slot) it goes to the one that
+ * would finish it first, counting what each has queued (earliest finish,
+ * up to RA_SLOTS_MAX chunks each), so that work follows measured speed: a
+ * fast component takes more chunks, and a slow one takes a chunk only if
+ * it would deliver it before the client, at the components' summed speed,
+ * gets there.  A client read that waits for a chunk whose component is
+ * late, when another would deliver it clearly sooner, gets the chunk read
+ * there too (steal_late: the twin takes its place; the late one is freed
+ * when it lands).  Client reads are served from memory, or wait for the
+ * chunks they need.
  *
  * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
- * half the memory cap (64 MiB per mirror unless configured); no chunk is
- * allocated past the cap.  Chunks behind the client are freed at once; a
- * stream idle for a second is dropped with its chunks, and so is the least
- * recently used stream when a new one needs its slot.  A read that fits no
- * stream goes to the component with the fewest requests outstanding (all
- * connections and read-ahead counted, ties rotated; on a rotating
- * component a read next to its head position counts one request less).
+ * half the memory cap (64 MiB per mirror unless configured), and never
+ * less than two chunks per component; no chunk is allocated past the cap.
+ * Chunks behind the client are freed at once (buffers are mapped, and a
+ * few are kept warm for reuse); a stream idle for a second is dropped with
+ * its chunks, and so is the least recently used stream when a new one
+ * needs its slot.  A read that fits no stream goes to the component with
+ * the fewest requests outstanding (all connections and read-ahead
+ * counted, ties rotated; on a rotating component a read next to its head
+ * position counts one request less).
  *
- * Chunk size (per component).  Each component keeps two chunks queued so
- * that it never waits for us between them.  A chunk costs positioning plus
- * bytes over bandwidth; on a rotating disk the positioning is the spin
- * (or short seek) over the other components' chunks, so small chunks lose
- * much of the disk's speed and large ones little.  Rather than guess the
- * two, each component's chunk size climbs by measurement: throughput (bytes
- * over service time, service measured from when the component could start
- * the chunk) is measured over six chunks at the current size, then at
- * twice the size; the larger size is kept while it is at least 4% faster,
- * up to 1 MiB on memory, SSD or unknown media and 8 MiB on a rotating disk
- * (larger chunks on fast media only delay the first byte); a settled
- * component probes again after a while, to follow a change.
+ * Chunk size (per component), by measurement alone.  A chunk costs
+ * positioning plus bytes over bandwidth; on a rotating disk the
+ * positioning is the spin (or seek) over the other components' chunks, so
+ * small chunks lose much of the disk's speed and large ones little.  Many
+ * rotating disks do not say so (NBD servers that never set the rotational
+ * flag, files), so what a component announces only picks where the climb
+ * starts (2 MiB, 4 MiB if rotational); the climb itself (learn) measures
+ * throughput over RA_PROBE_SAMPLES chunks at a size, then at twice the
+ * size, and keeps doubling while that is more than 3% faster.  On media
+ * with no positioning cost doubling stops paying and the climb stops
+ * there; the only bound is memory (the cap shared by the components'
+ * chunks) and, for a component much slower than the others, its share of
+ * the window.  BM_RA_DEBUG=1 prints every decision and, at the end, each
+ * component's size, speed, waits and stolen chunks.
 
  * Never stale.  A write drops every chunk it overlaps, and every chunk after
  * it in that stream, when it is submitted and again just before it is
@@ -53,24 +63,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "bufpool.h"
 #include "mirror.h"
 #include "readahead.h"
 
-#define RA_SLOTS_PER_COMP 2
+#define RA_SLOTS_PER_COMP 2       /* chunks queued per component, at least */
+#define RA_SLOTS_MAX 12            /* at most (by expected finish: pick_slot) */
 #define RA_MIN_HITS 2
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
 #define RA_CHUNK_MIN (512u << 10)
-#define RA_CHUNK_MAX (1u << 20)            /* memory, SSD, unknown */
-#define RA_CHUNK_MAX_ROTATIONAL (8u << 20)
-#define RA_CHUNK_START_ROTATIONAL (2u << 20)
-#define RA_PROBE_SAMPLES 6        /* chunks measured per size */
-#define RA_PROBE_GAIN 1.04        /* a larger chunk must be 4% faster */
-#define RA_REPROBE_ROUNDS 40      /* measure rounds before probing again */
+#define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
+#define RA_CHUNK_START_ROTATIONAL (4u << 20)
+#define RA_PROBE_SAMPLES 3        /* chunks measured per size */
+#define RA_PROBE_GAIN 1.03        /* a larger chunk must be 3% faster */
+#define RA_REPROBE_ROUNDS 10      /* measure rounds before probing again */
+#define RA_STEAL_GAIN 0.7         /* steal when elsewhere is 30% sooner */
+#define RA_BUF_CACHE 8            /* freed chunk buffers kept warm */
+#define RA_BUF_CACHE_BYTES (16u << 20)
 
 enum { CH_PENDING, CH_READY, CH_ERROR };
 
@@ -82,8 +95,11 @@ struct ra_chunk {
 	int state;
 	int comp;
 	bool idle_start;         /* its component had nothing else in flight */
+	bool stolen;             /* a twin of a late chunk (never stolen again) */
+	bool contiguous;         /* follows its component's previous chunk */
 	unsigned epoch;          /* its component's connection when issued */
 	uint64_t t_issue;
+	uint64_t q_mark;         /* its component's issued_cum before it */
 	void *buf;
 	struct ra_chunk *next;   /* in the stream, or on an issue list */
 	struct bm_breq br;
@@ -107,11 +123,44 @@ void bm_ra_init(struct bm_mirror *m)
 		ra->comp[i].chunk = 0; /* chosen at the first chunk: chunk_size() */
 }
 
+/* Chunk buffers are mapped, not malloc'd: freed memory goes back to the
+ * system (malloc's heaps kept it, so the peak RSS grew past the cap), and a
+ * few freed buffers are kept warm for the next chunks, so that a steady
+ * stream does not fault fresh pages in for every chunk (lock held). */
+static void *buf_get(struct bm_readahead *ra, uint32_t len)
+{
+	for (int i = 0; i < ra->nfree; i++) {
+		if (ra->free_len[i] != len)
+			continue;
+		void *b = ra->free_buf[i];
+		ra->free_bytes -= len;
+		ra->nfree--;
+		ra->free_buf[i] = ra->free_buf[ra->nfree];
+		ra->free_len[i] = ra->free_len[ra->nfree];
+		return b;
+	}
+	void *b = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return b == MAP_FAILED ? NULL : b;
+}
+
+static void buf_put(struct bm_readahead *ra, void *b, uint32_t len)
+{
+	if (ra->nfree == RA_BUF_CACHE ||
+	    ra->free_bytes + len > RA_BUF_CACHE_BYTES) {
+		munmap(b, len);
+		return;
+	}
+	ra->free_buf[ra->nfree] = b;
+	ra->free_len[ra->nfree++] = len;
+	ra->free_bytes += len;
+}
+
 static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 {
 	ra->bytes -= c->len;
 	atomic_fetch_sub(&ra->nchunks, 1);
-	bm_buf_put(c->buf, c->len); /* bufpool.c: reused warm */
+	buf_put(ra, c->buf, c->len);
 	free(c);
 }
 
@@ -179,34 +228,161 @@ static bool readable(struct bm_mirror *m, int i)
 	return atomic_load(&m->comp[i].state) == BM_CS_ACTIVE;
 }
 
-/* The ACTIVE component with a free slot and the fewest chunks in flight
- * (ties rotate), or -1. */
-static int pick_slot(struct bm_mirror *m, bool beyond_slots)
+static uint32_t chunk_size(struct bm_mirror *m, int comp);
+
+/* When component i would finish `len` more bytes queued behind `ahead`
+ * bytes still to do, from its measured service time per byte; 0 while it
+ * has no measure (lock held). */
+static uint64_t finish_after(struct bm_mirror *m, int i, uint64_t ahead,
+                             uint64_t len, uint64_t now)
+{
+	struct ra_comp *rc = &m->ra.comp[i];
+
+	if (rc->ns_per_byte <= 0)
+		return 0;
+	uint64_t from = rc->slots ? rc->head_start_ns : now;
+	uint64_t t = from + (uint64_t)(rc->ns_per_byte * (double)(ahead + len));
+	/* running late: at least a quarter of the last chunk is still to do */
+	uint64_t floor = now + (uint64_t)(rc->ns_per_byte * (double)(ahead + len / 4));
+	return t > floor ? t : floor;
+}
+
+/* When component i would finish a chunk of `len` issued now (lock held). */
+static uint64_t finish_estimate(struct bm_mirror *m, int i, uint64_t len,
+                                uint64_t now)
+{
+	struct ra_comp *rc = &m->ra.comp[i];
+	return finish_after(m, i, rc->issued_cum - rc->done_cum, len, now);
+}
+
+/* Which component reads the stream's next chunk (at `off`; the client is
+ * at s->next).  Once every readable component has a measured speed: the
+ * one that would finish it first, counting what each has queued (earliest
+ * finish), so that a fast component takes more chunks than a slow one.  If
+ * that one has no free slot, another may take the chunk only if it would
+ * deliver it before the client gets there (at the components' summed
+ * speed, the fastest the client can go): a slow component gets the chunks
+ * far enough ahead, never one the stream would then wait for; else -1
+ * (wait for a slot) unless `beyond_slots`.  Until every component has a
+ * measure: the one with a free slot and the fewest chunks in flight (ties
+ * rotate); -1 if none is free. */
+static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
+                     bool beyond_slots)
 {
 	struct bm_readahead *ra = &m->ra;
 	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
+	uint64_t now = bm_now_ns(), best_t = 0, t[BM_MAX_COMPONENTS];
+	double bytes_per_ns = 0;
 	int best = -1;
 
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!readable(m, i))
+			continue;
+		if (ra->comp[i].ns_per_byte <= 0) {
+			bytes_per_ns = -1;
+			break;
+		}
+		bytes_per_ns += 1.0 / ra->comp[i].ns_per_byte;
+	}
+	if (bytes_per_ns < 0) { /* not every component measured yet */
+		for (int k = 0; k < m->ncomp; k++) {
+			int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+			if (!readable(m, i) ||
+			    (!beyond_slots && ra->comp[i].slots >= RA_SLOTS_PER_COMP))
+				continue;
+			if (best < 0 || ra->comp[i].slots < ra->comp[best].slots)
+				best = i;
+		}
+		return best;
+	}
+	for (int i = 0; i < m->ncomp; i++)
+		t[i] = UINT64_MAX; /* a component that becomes readable meanwhile */
 	for (int k = 0; k < m->ncomp; k++) {
 		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
-		if (!readable(m, i) ||
-		    (!beyond_slots && ra->comp[i].slots >= RA_SLOTS_PER_COMP))
+		if (!readable(m, i))
 			continue;
-		if (best < 0 || ra->comp[i].slots < ra->comp[best].slots)
+		t[i] = finish_estimate(m, i, chunk_size(m, i), now);
+		if (best < 0 || t[i] < best_t) {
 			best = i;
+			best_t = t[i];
+		}
 	}
-	return best;
+	if (best < 0 || beyond_slots || ra->comp[best].slots < RA_SLOTS_MAX)
+		return best;
+	uint64_t ahead = off > s->next ? off - s->next : 0;
+	uint64_t need = now + (uint64_t)((double)ahead / bytes_per_ns);
+	int other = -1;
+	for (int i = 0; i < m->ncomp; i++)
+		if (i != best && t[i] != UINT64_MAX && readable(m, i) &&
+		    ra->comp[i].slots < RA_SLOTS_MAX &&
+		    t[i] + (uint64_t)(ra->comp[i].ns_per_byte * chunk_size(m, i)) / 4
+		            <= need &&
+		    (other < 0 || t[i] < t[other]))
+			other = i;
+	return other;
 }
 
-/* A component's chunk size; the first time, from what it is: a rotating
- * disk starts larger, since it surely needs long transfers (lock held). */
+/* How many streams read ahead (lock held). */
+static int streams_reading(struct bm_mirror *m)
+{
+	int n = 0;
+	for (int i = 0; i < BM_RA_STREAMS; i++)
+		n += m->ra.streams[i].used && m->ra.streams[i].hits >= RA_MIN_HITS;
+	return n;
+}
+
+/* The largest chunk for a component.  The memory cap: every readable
+ * component keeps two chunks in flight and the window holds two more each,
+ * for every stream that reads ahead.
+ * And, for a component clearly slower than the others (less than half
+ * an equal share of the summed speed), its share: the window (at most
+ * half the cap) is read by the components in proportion to their measured
+ * speeds, so its chunk is at most half its share of the window; a larger
+ * one would take longer than the client needs to get to it (lock held). */
+static uint32_t chunk_bound(struct bm_mirror *m, int comp)
+{
+	int n = bm_readable_count(m), nstreams = streams_reading(m);
+	uint64_t b = m->ra.cap / (4u * (uint64_t)(n > 0 ? n : 1) *
+	                          (uint64_t)(nstreams > 1 ? nstreams : 1));
+	double sum = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		if (readable(m, i) && m->ra.comp[i].ns_per_byte > 0)
+			sum += 1.0 / m->ra.comp[i].ns_per_byte;
+	if (sum > 0 && m->ra.comp[comp].ns_per_byte > 0) {
+		double share = 1.0 / m->ra.comp[comp].ns_per_byte / sum;
+		if (share < 0.5 / (n > 0 ? n : 1)) {
+			uint64_t by_speed = (uint64_t)((double)(m->ra.cap / 2) * share / 2);
+			if (by_speed < b)
+				b = by_speed;
+		}
+	}
+	uint32_t p = RA_CHUNK_MIN;
+
+	while ((uint64_t)p * 2 <= b && p < (1u << 30))
+		p *= 2;
+	return p;
+}
+
+/* A component's chunk size.  The first time, from what it says it is: a
+ * rotating disk starts larger, since it surely needs long transfers; the
+ * measurement (learn) takes it from there, and only the memory cap bounds
+ * it (lock held). */
 static uint32_t chunk_size(struct bm_mirror *m, int comp)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];
 
 	if (!rc->chunk)
 		rc->chunk = m->comp[comp].be && m->comp[comp].be->rotational
-		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_MIN;
+		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
+	uint32_t bound = chunk_bound(m, comp);
+	if (rc->chunk > bound) {
+		while (rc->chunk > bound)
+			rc->chunk /= 2;
+		/* measure again at the new size */
+		rc->phase = RA_MEASURING;
+		rc->samples = 0;
+		rc->sample_bytes = rc->sample_ns = 0;
+	}
 	return rc->chunk;
 }
 
@@ -220,7 +396,12 @@ static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
 	for (int i = 0; i < m->ncomp; i++)
 		floor += 2ull * (m->ra.comp[i].chunk ? m->ra.comp[i].chunk
 		                                      : RA_CHUNK_MIN);
-	return s->window > floor ? s->window : floor;
+	/* streams share the cap: none takes more than its part */
+	int n = streams_reading(m);
+	uint64_t w = s->window, part = m->ra.cap / 2 / (uint64_t)(n > 1 ? n : 1);
+	if (w > part)
+		w = part;
+	return w > floor ? w : floor;
 }
 
 /* Issues chunks until `target` is read ahead or nothing is free; up to
@@ -235,19 +416,23 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 	if (target > m->size)
 		target = m->size;
 	while (s->ra_end < target) {
-		int comp = pick_slot(m, s->ra_end < must);
+		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
 		if (comp < 0)
 			break;
 		uint32_t len = chunk_size(m, comp);
-		/* chunks end on multiples of their size: aligned transfers */
-		uint64_t end = (s->ra_end / len + 1) * (uint64_t)len;
+		/* chunks start and end on multiples of the smallest chunk size
+		 * (aligned transfers), and are full-size after the first: a
+		 * component's measure is of chunks of its size (learn) */
+		uint64_t end = s->ra_end % RA_CHUNK_MIN
+		                       ? (s->ra_end / RA_CHUNK_MIN + 1) * RA_CHUNK_MIN
+		                       : s->ra_end + len;
 		if (end > m->size)
 			end = m->size;
 		len = (uint32_t)(end - s->ra_end);
 		if (ra->bytes + len > ra->cap)
 			break;
 		struct ra_chunk *c = calloc(1, sizeof(*c));
-		if (!c || !(c->buf = bm_buf_get(len))) {
+		if (!c || !(c->buf = buf_get(ra, len))) {
 			free(c);
 			break;
 		}
@@ -259,7 +444,12 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 		c->state = CH_PENDING;
 		c->idle_start = ra->comp[comp].slots == 0 &&
 		                atomic_load(&m->comp[comp].inflight) == 0;
-		ra->comp[comp].slots++;
+		if (ra->comp[comp].slots++ == 0)
+			ra->comp[comp].head_start_ns = bm_now_ns();
+		c->q_mark = ra->comp[comp].issued_cum;
+		ra->comp[comp].issued_cum += len;
+		c->contiguous = c->off == ra->comp[comp].issue_end;
+		ra->comp[comp].issue_end = c->off + len;
 		ra->bytes += len;
 		atomic_fetch_add(&ra->nchunks, 1);
 		if (s->tail)
@@ -311,6 +501,18 @@ static void chunk_done(struct bm_breq *br, int result);
 
 static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 {
+	/* The list was built by pushing at its head: issue in the order the
+	 * chunks were made (by offset), so that each component receives its
+	 * chunks in stream order (the nearest first, and sequential runs stay
+	 * sequential on its disk). */
+	struct ra_chunk *fifo = NULL;
+	while (list) {
+		struct ra_chunk *c = list;
+		list = c->br.opaque;
+		c->br.opaque = fifo;
+		fifo = c;
+	}
+	list = fifo;
 	while (list) {
 		struct ra_chunk *c = list;
 		list = c->br.opaque;
@@ -363,10 +565,12 @@ static void finish_reads(struct bm_mirror *m, struct ra_wait *done_list,
 
 /* Sorts a stream's waiting reads into served, still waiting, and those to
  * read directly (lock held). */
-static void check_waiters(struct ra_stream *s, struct ra_wait **done_list,
+static void check_waiters(struct bm_readahead *ra, struct ra_stream *s,
+                          struct ra_wait **done_list,
                           struct ra_wait **fallback)
 {
 	struct ra_wait **pp = &s->waiting;
+	uint64_t now = bm_now_ns();
 
 	while (*pp) {
 		struct ra_wait *w = *pp;
@@ -378,6 +582,8 @@ static void check_waiters(struct ra_stream *s, struct ra_wait **done_list,
 		*pp = w->next;
 		if (cov > 0) {
 			copy_out(s, w->io);
+			ra->wait_ns += now - w->t0;
+			ra->served++;
 			w->next = *done_list;
 			*done_list = w;
 		} else {
@@ -387,61 +593,193 @@ static void check_waiters(struct ra_stream *s, struct ra_wait **done_list,
 	}
 }
 
+static bool ra_debug(void)
+{
+	static int on = -1;
+	if (on < 0)
+		on = getenv("BM_RA_DEBUG") != NULL;
+	return on;
+}
+
 /* Measures a component's throughput at its current chunk size and climbs
- * to larger chunks while they pay (lock held).  A chunk's service time is
- * the time from when the component could start it (its issue, or the
- * previous completion if it was still busy) to its completion. */
+ * to larger chunks while doubling pays (lock held).  A chunk's service
+ * time is the time from when the component could start it (its issue, or
+ * the previous completion if it was still busy) to its completion; its
+ * service time per byte also feeds the assignment (pick_slot) and the
+ * lateness estimate (steal_late).
+ *
+ * The climb: measure RA_PROBE_SAMPLES chunks at the current size, then as
+ * many at twice the size; keep the larger while it is RA_PROBE_GAIN
+ * faster, and try the next; else measure it once more (a noisy machine)
+ * and, still no gain, go back and settle.  Chunks that found their
+ * component idle are not measured (a stream's start).  Positioning over
+ * the other components' chunks (a rotating disk, announced or not) makes
+ * each doubling pay until the transfer dwarfs it; on media with no
+ * positioning cost the first doubling already does not pay, and the climb
+ * stops there.  The only bound is the memory cap (chunk_bound).  A
+ * settled component probes again after RA_REPROBE_ROUNDS measures. */
 static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
                   uint64_t t_done)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];
 	uint64_t start = c->t_issue > rc->last_done_ns ? c->t_issue
 	                                               : rc->last_done_ns;
-	bool rotational = m->comp[comp].be && m->comp[comp].be->rotational;
-	uint32_t max = rotational ? RA_CHUNK_MAX_ROTATIONAL : RA_CHUNK_MAX;
+	uint32_t max = chunk_bound(m, comp);
+	const char *what = NULL;
+
+	if (rc->chunk > max)
+		(void)chunk_size(m, comp); /* the bound fell: start again */
 
 	rc->last_done_ns = t_done;
-	if (c->len != rc->chunk || t_done <= start)
-		return; /* a short tail chunk, or one of the old size */
+	if (t_done <= start)
+		return;
+	double npb = (double)(t_done - start) / (double)c->len;
+	if (rc->ns_per_byte <= 0)
+		rc->ns_per_byte = npb;
+	else if (!c->idle_start)
+		rc->ns_per_byte = 0.75 * rc->ns_per_byte + 0.25 * npb;
+	if (c->len != rc->chunk || c->stolen || c->idle_start || c->contiguous)
+		return; /* a short tail chunk, one of the old size, a twin, one
+		         * that found its disk idle (a stream's start: the disk's
+		         * own read-ahead may have served part of it), or one that
+		         * continued its previous chunk (no positioning: the cost
+		         * that larger chunks amortize is not in it) */
 	rc->sample_bytes += c->len;
 	rc->sample_ns += t_done - start;
 	if (++rc->samples < RA_PROBE_SAMPLES)
 		return;
 	double thr = (double)rc->sample_bytes / (double)rc->sample_ns;
+	double before = rc->thr;
+	uint32_t measured = rc->chunk;
 	rc->samples = 0;
 	rc->sample_bytes = rc->sample_ns = 0;
 	switch (rc->phase) {
 	case RA_SETTLED:
 		if (++rc->settled_rounds < RA_REPROBE_ROUNDS)
-			break;
+			return;
 		rc->settled_rounds = 0;
 		/* measure again, then probe */
 		__attribute__((fallthrough));
 	case RA_MEASURING:
 		rc->thr = thr;
-		if (rc->chunk < max) {
+		if (rc->chunk * 2 <= max) {
 			rc->chunk *= 2;
 			rc->phase = RA_PROBING;
+			what = "probe";
 		} else {
 			rc->phase = RA_SETTLED;
+			what = "keep: bound";
 		}
 		break;
 	case RA_PROBING:
+		if (thr <= rc->thr * RA_PROBE_GAIN && ++rc->probe_rounds < 2)
+			return; /* no gain yet: measure it once more (noise) */
+		rc->probe_rounds = 0;
 		if (thr > rc->thr * RA_PROBE_GAIN) {
 			rc->thr = thr;
-			if (rc->chunk < max) {
+			if (rc->chunk * 2 <= max) {
 				rc->chunk *= 2;
+				what = "extend: doubling paid";
 				break;
 			}
-		} else if (rc->chunk > RA_CHUNK_MIN) {
+			what = "keep: doubling paid, bound";
+		} else {
 			rc->chunk /= 2; /* no better: back to the smaller size */
+			what = "settle: doubling did not pay";
 		}
 		rc->phase = RA_SETTLED;
 		break;
 	}
-	if (getenv("BM_RA_DEBUG"))
-		fprintf(stderr, "ra: comp %d throughput %.1f MB/s -> chunk %u "
-		        "(phase %d)\n", comp, thr * 1e3, rc->chunk, rc->phase);
+	if (ra_debug())
+		fprintf(stderr, "ra: comp %d chunk %u: %.1f MB/s (before %.1f) "
+		        "-> chunk %u %s (bound %u, rotational %d)\n", comp,
+		        measured, thr * 1e3, before * 1e3, rc->chunk, what, max,
+		        m->comp[comp].be && m->comp[comp].be->rotational);
+}
+
+/* A client read waits for chunk c: if another component would deliver it
+ * clearly sooner than c's own (by their measured speeds and queues),
+ * read it there too, as a twin that takes c's place in the stream; c is
+ * freed when it lands.  So a stream never waits on a slow component for
+ * data a fast one could have fetched (lock held). */
+static void steal_late(struct bm_mirror *m, struct ra_stream *s,
+                       struct ra_chunk *c, struct ra_chunk **issue)
+{
+	struct bm_readahead *ra = &m->ra;
+	uint64_t now = bm_now_ns();
+
+	if (c->state != CH_PENDING || c->stolen || ra->bytes + c->len > ra->cap)
+		return;
+	struct ra_comp *own = &ra->comp[c->comp];
+	uint64_t ahead = c->q_mark > own->done_cum ? c->q_mark - own->done_cum : 0;
+	uint64_t t_own = finish_after(m, c->comp, ahead, c->len, now);
+	if (!t_own)
+		return;
+	int best = -1;
+	uint64_t best_t = 0;
+	for (int i = 0; i < m->ncomp; i++) {
+		if (i == c->comp || !readable(m, i) ||
+		    ra->comp[i].slots > RA_SLOTS_MAX)
+			continue;
+		uint64_t t = finish_estimate(m, i, c->len, now);
+		if (t && (best < 0 || t < best_t)) {
+			best = i;
+			best_t = t;
+		}
+	}
+	if (best < 0 || (double)(best_t - now) >=
+	                         (double)(t_own - now) * RA_STEAL_GAIN)
+		return;
+	struct ra_chunk *n = calloc(1, sizeof(*n));
+	if (!n || !(n->buf = buf_get(ra, c->len))) {
+		free(n);
+		return;
+	}
+	n->m = m;
+	n->s = s;
+	n->off = c->off;
+	n->len = c->len;
+	n->comp = best;
+	n->state = CH_PENDING;
+	n->stolen = true;
+	if (ra->comp[best].slots++ == 0)
+		ra->comp[best].head_start_ns = now;
+	n->q_mark = ra->comp[best].issued_cum;
+	ra->comp[best].issued_cum += n->len;
+	ra->comp[c->comp].steals++;
+	ra->bytes += n->len;
+	atomic_fetch_add(&ra->nchunks, 1);
+	/* n takes c's place */
+	struct ra_chunk **pp = &s->head, *prev = NULL;
+	while (*pp != c) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	n->next = c->next;
+	*pp = n;
+	if (s->tail == c)
+		s->tail = n;
+	(void)prev;
+	c->s = NULL;
+	c->next = NULL;
+	if (ra_debug())
+		fprintf(stderr, "ra: chunk at %llu late on comp %d (%.1f ms left): "
+		        "re-read on comp %d (%.1f ms)\n",
+		        (unsigned long long)c->off, c->comp,
+		        (double)(t_own - now) / 1e6, best,
+		        (double)(best_t - now) / 1e6);
+	n->br.opaque = *issue;
+	*issue = n;
+}
+
+/* The first chunk still pending under [off, off+len) (lock held). */
+static struct ra_chunk *first_pending(struct ra_stream *s, uint64_t off,
+                                      uint64_t len)
+{
+	for (struct ra_chunk *c = s->head; c && c->off < off + len; c = c->next)
+		if (c->off + c->len > off && c->state == CH_PENDING)
+			return c;
+	return NULL;
 }
 
 static void chunk_done(struct bm_breq *br, int result)
@@ -461,7 +799,10 @@ static void chunk_done(struct bm_breq *br, int result)
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
 	                 result);
 	pthread_mutex_lock(&ra->lock);
-	ra->comp[comp_index].slots--;
+	struct ra_comp *rc = &ra->comp[comp_index];
+	rc->slots--;
+	rc->done_cum += c->len;
+	rc->head_start_ns = t; /* the next one in its queue starts now */
 	if (result == 0)
 		learn(m, comp_index, c, t);
 	struct ra_stream *s = c->s;
@@ -471,9 +812,19 @@ static void chunk_done(struct bm_breq *br, int result)
 		c->state = result == 0 ? CH_READY : CH_ERROR;
 		if (result < 0)
 			truncate_from(ra, s, c);
-		check_waiters(s, &done_list, &fallback);
+		check_waiters(ra, s, &done_list, &fallback);
 		if (result == 0 && s->used)
 			extend(m, s, s->next + window_of(m, s), 0, &issue);
+	}
+	/* Reads still waiting: is the chunk they wait for late? */
+	for (int k = 0; k < BM_RA_STREAMS; k++) {
+		struct ra_stream *o = &ra->streams[k];
+		for (struct ra_wait *w = o->waiting; w; w = w->next) {
+			struct ra_chunk *p = first_pending(o, w->io->offset,
+			                                   w->io->length);
+			if (p)
+				steal_late(m, o, p, &issue);
+		}
 	}
 	/* A freed slot may let any stream go on; which goes first rotates. */
 	for (int k = 0; k < BM_RA_STREAMS; k++) {
@@ -582,9 +933,15 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	bm_io_begin(m);
 	if (cov > 0) {
 		copy_out(s, io);
+		ra->served++;
 		w->next = done_list;
 		done_list = w;
 	} else {
+		struct ra_chunk *p = first_pending(s, io->offset, io->length);
+		if (p) {
+			ra->comp[p->comp].waits++;
+			steal_late(m, s, p, &issue);
+		}
 		w->next = s->waiting;
 		s->waiting = w;
 	}
@@ -613,7 +970,7 @@ void bm_ra_invalidate(struct bm_mirror *m, uint64_t off, uint64_t len)
 				truncate_from(ra, s, c);
 				break;
 			}
-		check_waiters(s, &done_list, &fallback);
+		check_waiters(ra, s, &done_list, &fallback);
 	}
 	pthread_mutex_unlock(&ra->lock);
 	finish_reads(m, done_list, fallback);
@@ -640,10 +997,25 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 	long long end = bm_now_ms() + timeout_ms;
 
 	bm_ra_drop_all(m);
+	if (ra_debug()) {
+		fprintf(stderr, "ra: %llu reads served, %.1f ms waiting for chunks\n",
+		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6);
+		for (int i = 0; i < m->ncomp; i++)
+			fprintf(stderr, "ra: comp %d: chunk %u, %.1f MB/s, %llu waits, "
+			        "%llu chunks re-read elsewhere\n", i, m->ra.comp[i].chunk,
+			        m->ra.comp[i].ns_per_byte > 0
+			                ? 1e3 / m->ra.comp[i].ns_per_byte : 0.0,
+			        (unsigned long long)m->ra.comp[i].waits,
+			        (unsigned long long)m->ra.comp[i].steals);
+	}
 	while (atomic_load(&m->ra.nchunks) > 0) {
 		if (timeout_ms >= 0 && bm_now_ms() >= end)
 			return false;
 		usleep(1000); /* chunks land within io-timeout; rare */
+	}
+	while (m->ra.nfree > 0) {
+		m->ra.nfree--;
+		munmap(m->ra.free_buf[m->ra.nfree], m->ra.free_len[m->ra.nfree]);
 	}
 	pthread_mutex_destroy(&m->ra.lock);
 	return true;

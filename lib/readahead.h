@@ -34,11 +34,18 @@ enum ra_phase { RA_MEASURING, RA_PROBING, RA_SETTLED };
 struct ra_comp {
 	int slots;               /* read-ahead chunks in flight */
 	uint64_t last_done_ns;   /* when its previous chunk completed */
+	uint64_t head_start_ns;  /* when its chunk now in service began */
+	uint64_t issued_cum;     /* bytes of chunks issued to it, ever */
+	uint64_t issue_end;      /* where its last issued chunk ends */
+	uint64_t done_cum;       /* bytes of chunks it completed, ever */
+	double ns_per_byte;      /* measured service time per byte (0: none) */
 	uint32_t chunk;          /* current chunk size */
 	enum ra_phase phase;     /* chunk size search (readahead.c) */
 	double thr;              /* bytes per ns at the size before a probe */
-	uint32_t samples, settled_rounds;
+	uint32_t samples, settled_rounds, probe_rounds;
 	uint64_t sample_bytes, sample_ns;
+	uint64_t steals;         /* its late chunks re-read elsewhere */
+	uint64_t waits;          /* client reads that waited on its chunks */
 };
 
 struct bm_readahead {
@@ -49,6 +56,12 @@ struct bm_readahead {
 	uint64_t bytes;          /* chunk memory allocated */
 	uint64_t cap;            /* at most this much */
 	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
+	void *free_buf[8];       /* chunk buffers kept warm for reuse */
+	uint32_t free_len[8];
+	int nfree;
+	uint64_t free_bytes;
+	uint64_t wait_ns;        /* client reads' time waiting for chunks */
+	uint64_t served;         /* client reads served by the read-ahead */
 };
 
 struct bm_mirror;

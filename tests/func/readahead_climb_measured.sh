@@ -1,0 +1,72 @@
+# The read-ahead's chunk size follows measurement, not what a disk says it
+# is: two emulated disks with 4 ms seeks that do NOT announce themselves as
+# rotating (bench/diskemu.c rotational=0: many NBD servers never set the
+# flag) climb from 2 MiB to 4 MiB chunks or more, since doubling pays there; on memory disks
+# every decision follows the measured gain (extend only when the larger
+# chunk was more than 3% faster, settle when not) and no chunk exceeds the
+# memory bound.  Asserted on BM_RA_DEBUG's decisions, not on throughput.
+. "$(dirname "$0")/lib.sh"
+need nbdkit
+need nbdcopy
+EMU=$(dirname "$BLKMIRROR")/diskemu.so
+[ -e "$EMU" ] || skip "build/diskemu.so is missing (make)"
+export BM_RA_DEBUG=1
+
+emudisk() { # emudisk NAME: a 100 MiB/s disk with 8 ms seeks, not announced
+  nbdkit -U "$T/$1.disk.sock" -P "$T/$1.disk.pid" "$EMU" size=160M rate=100 \
+    seek=8 rotational=0 fill=3 >>"$T/$1.disk.log" 2>&1 || fail "nbdkit for $1 did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$1.disk.pid" ] && break; sleep 0.05; done
+}
+emudisk e0
+emudisk e1
+rot=$(nbdinfo --json "$(disk_uri e0)" | jq -r '.exports[0].is_rotational')
+[ "$rot" = false ] || fail "the emulated disk announces itself as rotational ($rot)"
+
+bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
+serve m0
+bm configure -b stream m0
+nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m0)" null:
+stop m0
+grep '^ra: ' "$T/m0.log" || fail "no read-ahead decisions logged"
+for c in 0 1; do
+  size=$(sed -n "s/^ra: comp $c: chunk \([0-9]*\),.*/\1/p" "$T/m0.log")
+  [ -n "$size" ] || fail "no final chunk size for component $c"
+  [ "$size" -ge $((4 * MIB)) ] || fail "component $c stayed at $size-byte chunks on a seeking disk"
+done
+grep -q 'rotational 1' "$T/m0.log" && fail "a component was taken as rotational"
+
+# memory disks: every decision follows the measured gain
+disk d0 160M
+disk d1 160M
+bm label -n m1 "$(disk_uri d0)" "$(disk_uri d1)"
+serve m1
+bm configure -b stream m1
+# (a component given only chunks that continue its previous one measures
+# nothing: read until some decision is made, three times at most)
+for _ in 1 2 3; do
+  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m1)" null:
+  grep -q '^ra: comp .* chunk [0-9]*:' "$T/m1.log" && break
+done
+stop m1
+grep '^ra: comp .* chunk [0-9]*:' "$T/m1.log" >"$T/decisions" || true
+cat "$T/decisions"
+if [ ! -s "$T/decisions" ]; then
+  # no measure, no climb: every component is still at its starting size
+  for c in 0 1; do
+    size=$(sed -n "s/^ra: comp $c: chunk \([0-9]*\),.*/\1/p" "$T/m1.log")
+    [ -n "$size" ] && [ "$size" -le $((2 * MIB)) ] ||
+      fail "component $c of the memory mirror at '$size' without a decision"
+  done
+fi
+awk '{
+    # ra: comp N chunk SIZE: THR MB/s (before BEFORE) -> chunk NEW WHAT... (bound B, ...)
+    size = $5 + 0; thr = $6 + 0; before = $9 + 0; new = $12 + 0
+    sub(/\)$/, "", before)
+    match($0, /bound [0-9]+/); bound = substr($0, RSTART + 6, RLENGTH - 6) + 0
+    if (new > bound) { print "chunk above the memory bound: " $0; bad = 1 }
+    if ($0 ~ /extend: doubling paid|keep: doubling paid/ && !(thr > before * 1.03)) {
+      print "climbed without a gain: " $0; bad = 1 }
+    if ($0 ~ /settle: doubling did not pay/ && !(thr <= before * 1.03)) {
+      print "settled despite a gain: " $0; bad = 1 }
+    if ($0 ~ /settle/ && new >= size) { print "settle did not go back: " $0; bad = 1 }
+  } END { exit bad }' "$T/decisions" || fail "a chunk-size decision did not follow the measure"
