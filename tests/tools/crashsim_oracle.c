@@ -91,6 +91,8 @@ static const char *dir = "/tmp/crashsim";
 static int ncomp = 2;
 static uint64_t comp_size;
 static int nops_wanted = 40;
+static unsigned size_mib = 4;
+static int subsets_wanted = 3;
 static const char *name = "cs";
 
 /* ---- seeded randomness ---- */
@@ -933,8 +935,11 @@ static int try_point(uint64_t seed, uint64_t point, int k, bool second)
 fail:
 	printf("FAIL seed=%" PRIu64 " point=%" PRIu64 " subset=%d: %s\n"
 	       "  replay: make torture SEED=%" PRIu64 " POINT=%" PRIu64
-	       " COMPS=%d TORTURE_OPS=%d\n",
-	       seed, point, k, why, seed, point, ncomp, nops_wanted);
+	       " COMPS=%d TORTURE_OPS=%d\n"
+	       "  or: crashsim_oracle --seed %" PRIu64 " --ops %d --comps %d "
+	       "--size %u --points %" PRIu64 " --subsets %d --second\n",
+	       seed, point, k, why, seed, point, ncomp, nops_wanted, seed,
+	       nops_wanted, ncomp, size_mib, point, subsets_wanted);
 	if (second)
 		printf("  second crash at operation %" PRIu64 " of the sync\n",
 		       point2);
@@ -1052,7 +1057,6 @@ int main(int argc, char **argv)
 	uint64_t seed = 1, point = 0, max_points = 0;
 	int subsets = 3, seconds = 0, fails = 0, seeds = 0;
 	bool second = false;
-	unsigned size_mib = 4;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1084,6 +1088,7 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
+	subsets_wanted = subsets;
 	if (ncomp < 2 || ncomp > 3 || nops_wanted < 1 || nops_wanted > MAX_OPS ||
 	    size_mib < 1 || subsets < 1)
 		usage();
