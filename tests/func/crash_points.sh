@@ -4,6 +4,7 @@
 # subsets of the unflushed writes per point (all, none, seeded subsets with
 # torn writes), then assembly, synchronization and the oracle's checks,
 # and once per point a second crash in the middle of that synchronization.
+# The first workload keeps 4 client requests in flight, the second 1.
 # tests/tools/crashsim_oracle.c is the oracle; `make torture` the long run.
 . "$(dirname "$0")/lib.sh"
 
@@ -22,6 +23,6 @@ run() {
     fail "no crash point was tried: $out"
 }
 
-run --seed 1 --ops 30 --comps 2 --size 1 --subsets 3
+run --seed 1 --ops 30 --comps 2 --size 1 --qd 4 --subsets 3
 run --seed 2 --ops 15 --comps 3 --size 1 --subsets 3
 echo ok

@@ -3,14 +3,14 @@
  * "Crash consistency"; the method of CrashMonkey and ZFS's ztest).
  *
  *   crashsim_oracle [--dir D] [--seed S] [--ops N] [--comps 2|3]
- *                   [--size MIB] [--points all|P] [--subsets K]
- *                   [--seconds T]
+ *                   [--size MIB] [--points all|P] [--max-points N]
+ *                   [--subsets K] [--second] [--qd N] [--seconds T]
  *
  * One round, for a seeded workload:
  *  1. a child labels fresh components (files in D) and saves them as the
  *     base images;
  *  2. a child opens the mirror over crashsim:FILE components and runs the
- *     workload at queue depth 1 through bm_mirror_submit (writes of random
+ *     workload (--qd requests in flight, default 1) through bm_mirror_submit (writes of random
  *     offsets and lengths, some FUA, flushes, write-zeroes, trims),
  *     recording in shared memory which requests were submitted and
  *     acknowledged; the crashsim backend journals every write, zero, trim
@@ -25,9 +25,8 @@
  *     by watching the block for 2.5 s;
  *  4. a child assembles the mirror from the images (bm_mirror_open over
  *     crashsim:FILE, as serve does), waits for the synchronization, reads
- *     every sector through the engine and checks it holds a legal value:
- *     the value of the last write acknowledged before an acknowledged
- *     flush (or FUA and acknowledged), or of any write after that;
+ *     every sector through the engine and checks it holds a legal value
+ *     (legal_values() says which);
  *     then closes, and the parent checks the components' data areas are
  *     byte-identical and that the mirror's generation is the newest found
  *     on the images;
@@ -74,6 +73,7 @@ struct client_op {
 	uint64_t off;
 	uint32_t len;
 	int submitted, acked;
+	uint64_t submit_tick, ack_tick;  /* order of submissions and acks */
 };
 
 /* Shared with the children (MAP_SHARED before fork). */
@@ -83,6 +83,7 @@ struct shared {
 	uint64_t backend_ops;    /* crashsim operations of the last child */
 	uint64_t mirror_size;
 	uint64_t genid;          /* the assembled mirror's */
+	uint64_t tick;           /* the clock of submit_tick and ack_tick */
 	char why[512];           /* a failing child's reason */
 };
 
@@ -93,6 +94,7 @@ static uint64_t comp_size;
 static int nops_wanted = 40;
 static unsigned size_mib = 4;
 static int subsets_wanted = 3;
+static int qd = 1;             /* client requests in flight */
 static const char *name = "cs";
 
 /* ---- seeded randomness ---- */
@@ -307,14 +309,39 @@ static void set_crash(uint64_t at)
 	setenv("BM_CRASHSIM_CRASH_AT", v, 1);
 }
 
+/* The workload's requests in flight (up to qd of them). */
+struct slot {
+	struct bm_io io;
+	int op;
+	bool busy;
+	uint8_t *buf;
+};
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slot_cond = PTHREAD_COND_INITIALIZER;
+
+static void slot_done(struct bm_io *io, int result)
+{
+	struct slot *sl = io->opaque;
+	struct client_op *o = &sh->op[sl->op];
+
+	pthread_mutex_lock(&slot_lock);
+	o->ack_tick = __atomic_add_fetch(&sh->tick, 1, __ATOMIC_SEQ_CST);
+	o->acked = result == 0;
+	sl->busy = false;
+	pthread_cond_broadcast(&slot_cond);
+	pthread_mutex_unlock(&slot_lock);
+}
+
 /* Child: the workload; exits 0, or BM_CRASHSIM_EXIT from the backend. */
 static void child_workload(uint64_t crash_at)
 {
 	const char *paths[BM_MAX_COMPONENTS];
 	char store_[BM_MAX_COMPONENTS][4200];
+	struct slot *slots = calloc((size_t)qd, sizeof(*slots));
 	bm_mirror *m;
-	uint8_t *buf = aligned_alloc(4096, 64 * SECTOR);
 
+	for (int k = 0; k < qd; k++)
+		slots[k].buf = aligned_alloc(4096, 64 * SECTOR);
 	set_crash(crash_at);
 	open_paths(paths, store_);
 	if (bm_mirror_open(name, paths, (size_t)ncomp, &m) < 0) {
@@ -327,39 +354,79 @@ static void child_workload(uint64_t crash_at)
 		static const enum bm_io_type t[] = {
 			[OP_WRITE] = BM_IO_WRITE, [OP_FLUSH] = BM_IO_FLUSH,
 			[OP_ZERO] = BM_IO_WRITE_ZEROES, [OP_TRIM] = BM_IO_TRIM};
-		if (o->type == OP_WRITE)
-			fill(buf, i, o->off / SECTOR, o->len / SECTOR);
+		struct slot *sl = NULL;
+
+		pthread_mutex_lock(&slot_lock);
+		while (!sl) {
+			for (int k = 0; k < qd && !sl; k++)
+				if (!slots[k].busy)
+					sl = &slots[k];
+			if (!sl)
+				pthread_cond_wait(&slot_cond, &slot_lock);
+		}
+		sl->busy = true;
+		sl->op = i;
 		o->submitted = 1;
-		int err = io_wait(m, t[o->type], o->flags, o->off, o->len, buf);
-		o->acked = err == 0;
+		o->submit_tick = __atomic_add_fetch(&sh->tick, 1, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&slot_lock);
+		if (o->type == OP_WRITE)
+			fill(sl->buf, i, o->off / SECTOR, o->len / SECTOR);
+		sl->io = (struct bm_io){.type = t[o->type], .flags = o->flags,
+		                        .offset = o->off, .length = o->len,
+		                        .buf = sl->buf, .done = slot_done,
+		                        .opaque = sl};
+		int err = bm_mirror_submit(m, &sl->io);
+		if (err < 0) {
+			/* refused at once: never in flight, never acknowledged */
+			pthread_mutex_lock(&slot_lock);
+			sl->busy = false;
+			pthread_mutex_unlock(&slot_lock);
+		}
 	}
+	bm_mirror_drain(m);
 	sh->backend_ops = bm_crashsim_ops();
 	bm_mirror_close(m);
 	sh->backend_ops = bm_crashsim_ops();
 	_exit(0);
 }
 
-/* The values sector s may legally hold after a crash (returns count). */
+/*
+ * The values sector s may legally hold after a crash (returns count).
+ * A write is durable if acknowledged with FUA, or acknowledged before an
+ * acknowledged flush was submitted.  Let T be the latest submission among
+ * the durable writes covering s (0 if none): a write covering s that was
+ * acknowledged before T is surely overwritten; every other one submitted
+ * (acknowledged or in flight) may be what s holds, and so may the
+ * initial zeros while T is 0.  Trims and write-zeroes write zeros.
+ */
 static int legal_values(uint64_t s, int *vals, int max)
 {
-	int n = 1;
-	vals[0] = ZERO_VAL;
-	for (int i = 0; i < sh->nops && sh->op[i].submitted; i++) {
+	uint64_t last_flush = 0, t = 0;
+	int n = 0;
+
+	for (int i = 0; i < sh->nops; i++)
+		if (sh->op[i].type == OP_FLUSH && sh->op[i].acked &&
+		    sh->op[i].submit_tick > last_flush)
+			last_flush = sh->op[i].submit_tick;
+	for (int i = 0; i < sh->nops; i++) {
 		struct client_op *o = &sh->op[i];
-		if (o->type == OP_FLUSH) {
-			if (o->acked && n > 1) {
-				vals[0] = vals[n - 1];
-				n = 1;
-			}
+		if (o->type == OP_FLUSH || !o->acked ||
+		    s < o->off / SECTOR || s >= (o->off + o->len) / SECTOR)
 			continue;
-		}
-		if (s < o->off / SECTOR || s >= (o->off + o->len) / SECTOR)
+		if (((o->flags & BM_IO_FUA) || o->ack_tick < last_flush) &&
+		    o->submit_tick > t)
+			t = o->submit_tick;
+	}
+	if (t == 0)
+		vals[n++] = ZERO_VAL;
+	for (int i = 0; i < sh->nops && n < max; i++) {
+		struct client_op *o = &sh->op[i];
+		if (o->type == OP_FLUSH || !o->submitted ||
+		    s < o->off / SECTOR || s >= (o->off + o->len) / SECTOR)
 			continue;
-		int v = o->type == OP_WRITE ? i : ZERO_VAL;
-		if (o->acked && (o->flags & BM_IO_FUA))
-			n = 0;
-		if (n < max)
-			vals[n++] = v;
+		if (o->acked && o->ack_tick < t)
+			continue;
+		vals[n++] = o->type == OP_WRITE ? i : ZERO_VAL;
 	}
 	return n;
 }
@@ -935,11 +1002,11 @@ static int try_point(uint64_t seed, uint64_t point, int k, bool second)
 fail:
 	printf("FAIL seed=%" PRIu64 " point=%" PRIu64 " subset=%d: %s\n"
 	       "  replay: make torture SEED=%" PRIu64 " POINT=%" PRIu64
-	       " COMPS=%d TORTURE_OPS=%d\n"
+	       " COMPS=%d TORTURE_OPS=%d TORTURE_QD=%d\n"
 	       "  or: crashsim_oracle --seed %" PRIu64 " --ops %d --comps %d "
-	       "--size %u --points %" PRIu64 " --subsets %d --second\n",
-	       seed, point, k, why, seed, point, ncomp, nops_wanted, seed,
-	       nops_wanted, ncomp, size_mib, point, subsets_wanted);
+	       "--size %u --qd %d --points %" PRIu64 " --subsets %d --second\n",
+	       seed, point, k, why, seed, point, ncomp, nops_wanted, qd, seed,
+	       nops_wanted, ncomp, size_mib, qd, point, subsets_wanted);
 	if (second)
 		printf("  second crash at operation %" PRIu64 " of the sync\n",
 		       point2);
@@ -999,15 +1066,18 @@ static int run_seed(uint64_t seed, uint64_t only_point, int subsets,
 		if (!step && i > max_points)
 			break;
 		reset_images(".base");
-		for (int n = 0; n < sh->nops; n++)
+		for (int n = 0; n < sh->nops; n++) {
 			sh->op[n].submitted = sh->op[n].acked = 0;
+			sh->op[n].submit_tick = sh->op[n].ack_tick = 0;
+		}
+		sh->tick = 0;
 		st = run_child(workload_fn, p);
 		if (st != BM_CRASHSIM_EXIT && st != 0) {
 			printf("FAIL seed=%" PRIu64 " point=%" PRIu64 ": workload "
 			       "child: %s (status %d)\n  replay: make torture "
 			       "SEED=%" PRIu64 " POINT=%" PRIu64 " COMPS=%d "
-			       "TORTURE_OPS=%d\n", seed, p, sh->why, st, seed, p,
-			       ncomp, nops_wanted);
+			       "TORTURE_OPS=%d TORTURE_QD=%d\n", seed, p, sh->why,
+			       st, seed, p, ncomp, nops_wanted, qd);
 			fails++;
 			continue;
 		}
@@ -1048,7 +1118,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: crashsim_oracle [--dir D] [--seed S] [--ops N] "
 	        "[--comps 2|3] [--size MIB] [--points all|P] [--max-points N] "
-	        "[--subsets K] [--second] [--seconds T]\n");
+	        "[--subsets K] [--second] [--qd N] [--seconds T]\n");
 	exit(2);
 }
 
@@ -1083,6 +1153,8 @@ int main(int argc, char **argv)
 			max_points = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--subsets"))
 			subsets = atoi(v);
+		else if (!strcmp(a, "--qd"))
+			qd = atoi(v);
 		else if (!strcmp(a, "--seconds"))
 			seconds = atoi(v);
 		else
@@ -1090,7 +1162,7 @@ int main(int argc, char **argv)
 	}
 	subsets_wanted = subsets;
 	if (ncomp < 2 || ncomp > 3 || nops_wanted < 1 || nops_wanted > MAX_OPS ||
-	    size_mib < 1 || subsets < 1)
+	    size_mib < 1 || subsets < 1 || qd < 1 || qd > 64)
 		usage();
 	comp_size = (uint64_t)size_mib * 1048576 + BM_META_SIZE;
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
