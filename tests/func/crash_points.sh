@@ -23,6 +23,6 @@ run() {
     fail "no crash point was tried: $out"
 }
 
-run --seed 1 --ops 30 --comps 2 --size 1 --qd 4 --subsets 3
-run --seed 2 --ops 15 --comps 3 --size 1 --subsets 3
+run --seed 1 --ops 24 --comps 2 --size 1 --qd 4 --subsets 3
+run --seed 2 --ops 12 --comps 3 --size 1 --subsets 3
 echo ok
