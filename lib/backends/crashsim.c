@@ -257,6 +257,12 @@ int bm_crashsim_backend_open(const char *uri, struct bm_backend **out)
 	struct stat st;
 	const char *env;
 
+	/* A test backend journals every write next to the file: never by
+	 * accident from the command line. */
+	if (!getenv("BM_CRASHSIM"))
+		return bm_error(EINVAL, "%s: crashsim: is a test backend "
+		                "(tests/tools/crashsim_oracle); set BM_CRASHSIM=1 "
+		                "to use it", uri);
 	cs = calloc(1, sizeof(*cs));
 	if (!cs)
 		return bm_error(ENOMEM, "out of memory");

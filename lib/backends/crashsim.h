@@ -13,6 +13,9 @@
  * (tests/tools/crashsim_oracle.c): a write is durable once a later FLUSH of
  * the same component is journaled, or at once with FUA.
  *
+ * Refused unless BM_CRASHSIM is set in the environment (the oracle sets
+ * it): a mistyped component must not start a journal.
+ *
  * BM_CRASHSIM_CRASH_AT=N in the environment: the operation numbered N is
  * not executed; the process _exit()s with BM_CRASHSIM_EXIT instead, so no
  * later operation reaches any component.

@@ -1165,6 +1165,7 @@ int main(int argc, char **argv)
 	    size_mib < 1 || subsets < 1 || qd < 1 || qd > 64)
 		usage();
 	comp_size = (uint64_t)size_mib * 1048576 + BM_META_SIZE;
+	setenv("BM_CRASHSIM", "1", 1);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 	          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
