@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "backends/crashsim.h"
 #include "error.h"
 
 static const struct scheme {
@@ -19,6 +20,7 @@ static const struct scheme {
 	{"nbd+unix://", bm_nbd_backend_open},
 	{"nbds://", bm_nbd_backend_open},
 	{"nbds+unix://", bm_nbd_backend_open},
+	{BM_CRASHSIM_PREFIX, bm_crashsim_backend_open},  /* tests only */
 };
 
 int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out)
