@@ -292,19 +292,19 @@ int bm_label_clear(const char *path)
 	/* A damaged label is cleared too: that is what clear is for. */
 	if (be->size < BM_MIN_COMPONENT_SIZE)
 		goto out;
-	/* Not under a server on another host; the lease goes with the label
-	 * (lease and label are adjacent: one write). */
+	/* Not under a server on another host.  The whole metadata area goes
+	 * (label, lease, write-intent bitmap): the last MiB, past the data,
+	 * in one write. */
 	err = bm_lease_check_free(be);
 	if (err < 0)
 		goto out;
-	_Static_assert(BM_LEASE_SIZE == BM_LABEL_SIZE, "lease + label layout");
-	zero = calloc(1, BM_LEASE_SIZE + BM_LABEL_SIZE);
+	uint64_t meta = bm_label_offset(be->size) + BM_LABEL_SIZE - BM_META_SIZE;
+	zero = calloc(1, BM_META_SIZE);
 	if (!zero) {
 		err = bm_error(ENOMEM, "out of memory");
 		goto out;
 	}
-	err = be->ops->pwrite_sync(be, zero, BM_LEASE_SIZE + BM_LABEL_SIZE,
-	                           bm_lease_offset(be->size));
+	err = be->ops->pwrite_sync(be, zero, BM_META_SIZE, meta);
 	if (err == 0)
 		err = be->ops->flush_sync(be);
 	free(zero);
