@@ -512,7 +512,11 @@ static int watch_leases(struct bm_backend *const *be, int n,
 		err = bm_lease_decode(w[i].raw, BM_LEASE_SIZE, &w[i].lease);
 		if (err == -ENOENT || (err == 0 && w[i].lease.state == BM_LEASE_CLEAN))
 			continue; /* free to take */
-		if (err == 0 && holder_gone_here(&w[i].lease)) {
+		/* Only a local component: a dead process's requests to a
+		 * file or device ended before it was reaped, but an NBD
+		 * server may still run those of the dead connection. */
+		if (err == 0 && !strstr(be[i]->path, "://") &&
+		    holder_gone_here(&w[i].lease)) {
 			if (taking) {
 				char holder[256];
 				bm_lease_holder_str(&w[i].lease, holder,

@@ -41,9 +41,11 @@
  *   1  (2026-11) first version.
  *   1  (2026-11, same version) boot id and pid namespace at 168: a reader
  *      on the same kernel and in the same pid namespace whose holder's pid
- *      no longer exists takes the lease at once instead of watching it
- *      (the holder is certainly dead); earlier leases read as "unknown"
- *      and are watched as before.
+ *      no longer exists takes the lease of a local component (file or
+ *      block device: the dead process's requests ended before it was
+ *      reaped) at once instead of watching it; NBD components are still
+ *      watched (the export's server may still run requests of the dead
+ *      connection); earlier leases read as "unknown" and are watched.
  */
 #ifndef BM_LEASE_H
 #define BM_LEASE_H
