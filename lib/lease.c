@@ -30,10 +30,12 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,11 +59,14 @@ enum {
 	OFF_INTERVAL = 60,
 	OFF_HOST = 64,      /* BM_LEASE_HOST_MAX + 1 bytes */
 	OFF_NAME = 136,     /* BM_NAME_MAX + 1 bytes */
-	OFF_END_OF_FIELDS = 168,
+	OFF_BOOT_ID = 168,  /* 16 bytes */
+	OFF_PID_NS = 184,
+	OFF_END_OF_FIELDS = 192,
 	OFF_CRC = BM_LEASE_USED - 4,
 };
 _Static_assert(OFF_HOST + BM_LEASE_HOST_MAX + 1 == OFF_NAME, "host field");
-_Static_assert(OFF_NAME + BM_NAME_MAX + 1 == OFF_END_OF_FIELDS, "name field");
+_Static_assert(OFF_NAME + BM_NAME_MAX + 1 == OFF_BOOT_ID, "name field");
+_Static_assert(OFF_PID_NS + 8 == OFF_END_OF_FIELDS, "pid namespace field");
 _Static_assert(OFF_END_OF_FIELDS <= OFF_CRC, "lease fields overlap the crc");
 _Static_assert(sizeof(BM_LEASE_MAGIC) == 16, "magic is 16 bytes");
 _Static_assert(BM_LEASE_USED <= BM_LEASE_SIZE, "lease fits its block");
@@ -81,6 +86,8 @@ void bm_lease_encode(const struct bm_lease *l, uint8_t out[BM_LEASE_SIZE])
 	bm_put32(out, OFF_INTERVAL, l->interval_ms);
 	memcpy(out + OFF_HOST, l->host, strnlen(l->host, BM_LEASE_HOST_MAX));
 	memcpy(out + OFF_NAME, l->name, strnlen(l->name, BM_NAME_MAX));
+	memcpy(out + OFF_BOOT_ID, l->boot_id, sizeof(l->boot_id));
+	bm_put64(out, OFF_PID_NS, l->pid_ns);
 	bm_put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
 }
 
@@ -144,6 +151,8 @@ int bm_lease_decode(const uint8_t *buf, size_t len, struct bm_lease *l)
 	memcpy(l->name, buf + OFF_NAME, BM_NAME_MAX + 1);
 	if (l->name[0] && !bm_name_valid(l->name))
 		return bm_error(EINVAL, "lease mirror name is not valid");
+	memcpy(l->boot_id, buf + OFF_BOOT_ID, sizeof(l->boot_id));
+	l->pid_ns = bm_get64(buf, OFF_PID_NS);
 	for (size_t i = OFF_END_OF_FIELDS; i < OFF_CRC; i++)
 		if (buf[i])
 			return bm_error(EINVAL, "lease reserved bytes are not zero");
@@ -247,6 +256,41 @@ int bm_lease_read(struct bm_backend *be, struct bm_lease *out)
 	return bm_lease_decode(buf, sizeof(buf), out);
 }
 
+/* This process's kernel (boot id) and pid namespace, read once. */
+static pthread_once_t instance_once = PTHREAD_ONCE_INIT;
+static uint8_t instance_boot[16];
+static uint64_t instance_ns;
+
+static void read_instance(void)
+{
+	char text[64];
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	int n = 0;
+
+	if (f && fgets(text, sizeof(text), f))
+		for (const char *p = text; *p && n < 32; p++) {
+			int v = *p >= '0' && *p <= '9' ? *p - '0'
+			      : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+			if (v < 0)
+				continue;
+			instance_boot[n / 2] = (uint8_t)(instance_boot[n / 2] << 4 | v);
+			n++;
+		}
+	if (f)
+		fclose(f);
+	if (n != 32)
+		memset(instance_boot, 0, sizeof(instance_boot));
+	instance_ns = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static void this_instance(uint8_t boot_id[16], uint64_t *pid_ns)
+{
+	pthread_once(&instance_once, read_instance);
+	memcpy(boot_id, instance_boot, sizeof(instance_boot));
+	*pid_ns = instance_ns;
+}
+
 static int write_lease_to(struct lease_slot *s, struct bm_backend *be,
                           uint32_t state)
 {
@@ -261,6 +305,7 @@ static int write_lease_to(struct lease_slot *s, struct bm_backend *be,
 
 	snprintf(l.host, sizeof(l.host), "%s", k->host);
 	snprintf(l.name, sizeof(l.name), "%s", k->m->name);
+	this_instance(l.boot_id, &l.pid_ns);
 	bm_lease_encode(&l, buf);
 	return bm_backend_io_wait_timeout(be, BM_BOP_WRITE, buf, BM_LEASE_SIZE,
 	                                  bm_lease_offset(be->size), BM_BOP_FUA,
@@ -302,7 +347,7 @@ static void lease_lost(struct lease_slot *s, const struct bm_lease *other,
 {
 	struct bm_mirror *m = s->k->m;
 	struct bm_component *c = s->c;
-	char why[256], holder[160];
+	char why[320], holder[256];
 
 	s->lost = true;
 	if (other) {
@@ -414,6 +459,22 @@ struct watch {
 	long long until_ms;      /* monotonic: stale after this */
 };
 
+/* The holder ran on this kernel, in this pid namespace, and its process
+ * is gone: certainly dead, no need to watch its lease. */
+static bool holder_gone_here(const struct bm_lease *l)
+{
+	static const uint8_t zero[16];
+	uint8_t boot[16];
+	uint64_t ns;
+
+	this_instance(boot, &ns);
+	if (!memcmp(l->boot_id, zero, 16) || memcmp(l->boot_id, boot, 16) ||
+	    !l->pid_ns || l->pid_ns != ns || !l->pid ||
+	    l->pid == (uint32_t)getpid())
+		return false;
+	return kill((pid_t)l->pid, 0) < 0 && errno == ESRCH;
+}
+
 static uint32_t wait_ms_for(const struct bm_lease *l)
 {
 	return l->interval_ms * 2 + l->interval_ms / 2;
@@ -451,6 +512,22 @@ static int watch_leases(struct bm_backend *const *be, int n,
 		err = bm_lease_decode(w[i].raw, BM_LEASE_SIZE, &w[i].lease);
 		if (err == -ENOENT || (err == 0 && w[i].lease.state == BM_LEASE_CLEAN))
 			continue; /* free to take */
+		/* Only a local component: a dead process's requests to a
+		 * file or device ended before it was reaped, but an NBD
+		 * server may still run those of the dead connection. */
+		if (err == 0 && !strstr(be[i]->path, "://") &&
+		    holder_gone_here(&w[i].lease)) {
+			if (taking) {
+				char holder[256];
+				bm_lease_holder_str(&w[i].lease, holder,
+				                    sizeof(holder));
+				fprintf(stderr, "blkmirror: %s: %s: taking over the "
+				        "lease of %s: that process is gone (same "
+				        "host and boot)\n", taking, be[i]->path,
+				        holder);
+			}
+			continue; /* its holder is dead for certain */
+		}
 		w[i].decoded = err == 0;
 		snprintf(w[i].damage, sizeof(w[i].damage), "%s", bm_last_error());
 		w[i].until_ms = start + (w[i].decoded ? wait_ms_for(&w[i].lease)
@@ -469,7 +546,7 @@ static int watch_leases(struct bm_backend *const *be, int n,
 				continue;
 			uint8_t again[BM_LEASE_SIZE];
 			struct bm_lease l;
-			char holder[160];
+			char holder[256];
 			int e = read_raw(be[i], again);
 			if (e < 0) {
 				snprintf(why[i], sizeof(why[i]), "cannot read its "

@@ -31,11 +31,21 @@
  *              a reader waits 2.5 of them before taking the lease over
  *    64    72  host name, NUL padded, printable ASCII, 1..71 bytes
  *   136    32  mirror name, NUL padded
- *   168   340  reserved, zero
+ *   168    16  boot id of the holder's kernel (/proc/sys/kernel/random/
+ *              boot_id; zeros: unknown)
+ *   184     8  inode of the holder's pid namespace (0: unknown)
+ *   192   316  reserved, zero
  *   508     4  crc32c of bytes 0..507
  *
  * Version history:
  *   1  (2026-11) first version.
+ *   1  (2026-11, same version) boot id and pid namespace at 168: a reader
+ *      on the same kernel and in the same pid namespace whose holder's pid
+ *      no longer exists takes the lease of a local component (file or
+ *      block device: the dead process's requests ended before it was
+ *      reaped) at once instead of watching it; NBD components are still
+ *      watched (the export's server may still run requests of the dead
+ *      connection); earlier leases read as "unknown" and are watched.
  */
 #ifndef BM_LEASE_H
 #define BM_LEASE_H
@@ -66,6 +76,8 @@ struct bm_lease {
 	uint32_t interval_ms;
 	char host[BM_LEASE_HOST_MAX + 1];
 	char name[BM_NAME_MAX + 1];
+	uint8_t boot_id[16];       /* the holder's kernel; zeros: unknown */
+	uint64_t pid_ns;           /* its pid namespace's inode; 0: unknown */
 };
 
 /* Encodes into a BM_LEASE_SIZE buffer (zero-filled past BM_LEASE_USED). */

@@ -22,6 +22,9 @@ static struct bm_lease sample(void)
 	l.interval_ms = 1000;
 	strcpy(l.host, "node-a.example");
 	strcpy(l.name, "gm0");
+	for (int i = 0; i < 16; i++)
+		l.boot_id[i] = (uint8_t)(0xa0 + i);
+	l.pid_ns = 4026531836ull;
 	return l;
 }
 
@@ -73,6 +76,10 @@ int main(void)
 	CHECK_EQ(buf[32], 123456789 & 0xff);   /* seq */
 	CHECK_EQ(buf[40], 0x88);               /* mirror id */
 	CHECK_EQ(buf[56], 4242 & 0xff);        /* pid */
+	CHECK_EQ(buf[168], 0xa0);              /* boot id */
+	CHECK_EQ(buf[183], 0xaf);
+	CHECK_EQ(buf[184], 4026531836ull & 0xff); /* pid namespace */
+	CHECK_EQ(buf[192], 0);                 /* reserved from here */
 	CHECK_EQ(buf[57], 4242 >> 8);
 	CHECK_EQ(buf[60], 1000 & 0xff);        /* interval */
 	CHECK(strcmp((char *)buf + 64, "node-a.example") == 0);
