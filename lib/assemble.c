@@ -673,15 +673,9 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 		goto fail;
 	}
 	bm_event_started(m);
-	err = bm_ev_start(m);
+	err = bm_workers_start(m);
 	if (err < 0)
 		goto fail;
-	err = bm_recover_start(m);
-	if (err < 0) {
-		bm_ev_stop(m);
-		bm_ev_free(m);
-		goto fail;
-	}
 	atomic_store(&m->last_write_ms, bm_now_ms());
 	err = bm_sync_start(m);
 	if (err < 0) {
@@ -738,6 +732,21 @@ static bool drain_until(bm_mirror *m, long timeout_ms)
 void bm_mirror_drain(bm_mirror *m)
 {
 	drain_until(m, -1);
+}
+
+/* The event and recovery threads, both or neither. */
+int bm_workers_start(struct bm_mirror *m)
+{
+	int err = bm_ev_start(m);
+
+	if (err < 0)
+		return err;
+	err = bm_recover_start(m);
+	if (err < 0) {
+		bm_ev_stop(m);
+		bm_ev_free(m);
+	}
+	return err;
 }
 
 /*

@@ -188,15 +188,9 @@ int bm_bench_mirror_open(struct bm_backend *const *be, size_t n,
 			m->size = be[i]->size;
 	}
 	m->size &= ~(uint64_t)4095;
-	err = bm_ev_start(m);
+	err = bm_workers_start(m);
 	if (err < 0)
 		goto fail;
-	err = bm_recover_start(m);
-	if (err < 0) {
-		bm_ev_stop(m);
-		bm_ev_free(m);
-		goto fail;
-	}
 	atomic_store(&m->last_write_ms, bm_now_ms());
 	*out = m;
 	return 0;

@@ -323,6 +323,8 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
                 const char *what, int err, uint64_t off, uint64_t len,
                 void (*then)(void *), void *arg);
 int bm_ev_start(struct bm_mirror *m);
+/* assemble.c: bm_ev_start and bm_recover_start, both or neither. */
+int bm_workers_start(struct bm_mirror *m);
 void bm_ev_stop(struct bm_mirror *m);
 void bm_ev_free(struct bm_mirror *m);
 

@@ -93,15 +93,7 @@ static bool grantable(struct bm_rangelock *rl, struct bm_range_hold *h)
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len)
 {
-	h->start = start;
-	h->end = start + (len ? len : 1);
-	h->granted = false;
-	pthread_mutex_lock(&rl->lock);
-	link_front(&rl->excl, h);
-	while (!grantable(rl, h))
-		pthread_cond_wait(&rl->cond, &rl->lock);
-	h->granted = true;
-	pthread_mutex_unlock(&rl->lock);
+	bm_rangelock_excl_hold_cancellable(rl, h, start, len, NULL);
 }
 
 bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
@@ -116,9 +108,13 @@ bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
 	h->granted = false;
 	pthread_mutex_lock(&rl->lock);
 	link_front(&rl->excl, h);
-	while (!(ok = grantable(rl, h)) && !atomic_load(cancel)) {
-		struct timespec dl = bm_deadline_ms(CLOCK_REALTIME, 100);
-		pthread_cond_timedwait(&rl->cond, &rl->lock, &dl);
+	while (!(ok = grantable(rl, h)) && !(cancel && atomic_load(cancel))) {
+		if (cancel) {
+			struct timespec dl = bm_deadline_ms(CLOCK_REALTIME, 100);
+			pthread_cond_timedwait(&rl->cond, &rl->lock, &dl);
+		} else {
+			pthread_cond_wait(&rl->cond, &rl->lock);
+		}
 	}
 	if (ok) {
 		h->granted = true;

@@ -63,7 +63,7 @@ void bm_rangelock_shared_release(struct bm_rangelock *rl,
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len);
 /* The same, giving up (h not held, false) once *cancel is true: looked at
- * every 100 ms while it waits. */
+ * every 100 ms while it waits (cancel NULL: never gives up). */
 bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
                                         struct bm_range_hold *h,
                                         uint64_t start, uint64_t len,

@@ -16,8 +16,8 @@
  *     that met a failure is decided (compio.c write_decide) by the
  *     components that are ACTIVE at decision time, which it no longer is.
  *     The last ACTIVE component is never deactivated.
- * activate    INACTIVE -> SYNCHRONIZING from offset 0 (no write-intent
- *     bitmap yet: a full copy).  Refused while requests of its active days
+ * activate    INACTIVE -> SYNCHRONIZING from offset 0 (the sync copies
+ *     only the bitmap's dirty regions when bitmap.c says that is enough).  Refused while requests of its active days
  *     are still outstanding (a late write could land after the copy passed
  *     its offset) and when its lease is no longer this server's.  Its label
  *     says SYNCHRONIZING before any write reaches it; a new epoch keeps

@@ -11,7 +11,7 @@
  *    device or file went away, it stopped answering) is reopened by its
  *    path with a growing delay (1 s, doubling to 30 s).  When it answers
  *    with this mirror's label, it comes back SYNCHRONIZING and is copied
- *    again from the start (until the write-intent bitmap exists), while
+ *    again from the start (over the bitmap's dirty regions: bitmap.c), while
  *    client writes reach it at once.
  *
  * Swapping a component's backend: every caller takes it with bm_comp_get
