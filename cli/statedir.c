@@ -229,8 +229,10 @@ int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
 		return -errno;
 	/* A holder that was just killed may keep the lock a moment after
 	 * it is gone: the kernel releases the files of an exiting process
-	 * asynchronously.  Wait (up to 2 s) only while the pid that wrote
-	 * the lock file no longer exists. */
+	 * asynchronously.  And a holder that wrote no pid yet has just taken
+	 * it (a verb's look at the lock, or a process before its note).
+	 * Wait (up to 2 s) only while the pid that wrote the lock file no
+	 * longer exists, or none is written. */
 	for (int tries = 0;; tries++) {
 		if (flock(f, LOCK_EX | LOCK_NB) == 0)
 			break;
@@ -238,8 +240,8 @@ int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
 		pid_t pid = 0;
 		if (err == -EBUSY)
 			read_holder(f, true, &pid, holder_what, len);
-		if (err == -EBUSY && pid > 0 && kill(pid, 0) < 0 &&
-		    errno == ESRCH && tries < 100) {
+		if (err == -EBUSY && tries < 100 &&
+		    (pid == 0 || (kill(pid, 0) < 0 && errno == ESRCH))) {
 			usleep(20000);
 			continue;
 		}
