@@ -24,7 +24,12 @@ first=$(rss_mib)
 for n in 2 3 4; do round $n; done
 last=$(rss_mib)
 echo "server RSS after round 1: $first MiB, after round 4: $last MiB"
-[ "$last" -le $((first + 24)) ] || fail "server RSS grew from $first to $last MiB over 3 more rounds"
+# Under AddressSanitizer every mmap of a large buffer at a new address
+# touches new shadow memory that munmap never gives back, so RSS there
+# measures ASan, not the pool: the growth check is the plain build's.
+if [ "${BUILD:-build}" != build-san ]; then
+  [ "$last" -le $((first + 24)) ] || fail "server RSS grew from $first to $last MiB over 3 more rounds"
+fi
 # the bound itself: the pool's idle memory plus one connection budget
 [ "$last" -lt 160 ] || fail "server RSS $last MiB after the rounds (want < 160)"
 stop m0
