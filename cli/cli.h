@@ -114,15 +114,16 @@ int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
              size_t outlen);
 /* forget on a running mirror: 0 after printing what was forgotten. */
 int live_forget_running(const char *name);
+/* Runs a "live ..." control job on name's server and waits for its end:
+ * 0 with its report printed, or 1 after one line. */
+int live_run_job(const char *name, const char *cmd);
 int cmd_deactivate(int argc, char **argv);
 int cmd_activate(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
-/* cmd_rebuild.c: configure -p (0..255; prints the error and returns 2),
- * the control commands deactivate/activate/rebuild/priority. */
+/* cmd_rebuild.c: configure -p (0..255; prints the error and returns 2);
+ * the server runs these verbs as jobs (cmd_live.c). */
 int parse_priority_arg(const char *s, int *out);
 int configure_priority(const char *name, const char *component, int priority);
-int ctl_component_state(bm_mirror *m, const char *name, const char *cmd,
-                        char *out, size_t len);
 int cmd_monitor(int argc, char **argv);
 /* cmd_monitor.c: "events SINCE" and "components" (ctl_extension). */
 int ctl_events(bm_mirror *m, const char *name, const char *cmd, char *out,

@@ -1,20 +1,26 @@
 /*
  * blkmirror insert / remove, and forget on a running mirror: components
- * join and leave while the mirror serves (lib/live.c does the work).
+ * join and leave while the mirror serves (lib/live.c does the work); and
+ * the server's side of deactivate / activate / rebuild / configure -p
+ * (lib/rebuild.c does the work, cmd_rebuild.c is the command's side).
  *
  * The work (opening a component, checking it, watching its lease, label
- * writes, draining a component's requests) can take seconds, and the
- * control thread must answer within one or two.  So the server runs it on
- * a thread of its own, one job at a time:
+ * writes, draining a component's requests) can take seconds, up to the
+ * io-timeout when a component hangs, and the control thread must answer
+ * status within one.  So the server runs it on a thread of its own, one
+ * job at a time:
  *   "live insert PRIORITY FLAGS PATH"   FLAGS: '-' or letters i (inactive),
  *                                       f (force)
  *   "live remove PATH<TAB>PATH..."
  *   "live forget"
+ *   "live deactivate PATH" | "live activate PATH" | "live rebuild PATH"
+ *   "live priority N PATH"
  * each answer "ok\nstarted ID" (or "error ..." when another job runs), and
  *   "live result ID"
- * answers "ok\nrunning", "ok\ndone\nREPORT" or "error MESSAGE".  The job
- * writes the state directory's list of components (the server holds
- * NAME.lock) before it ends, so a restart assembles what the mirror has.
+ * answers "ok\nrunning", "ok\ndone\nREPORT" or "error MESSAGE".  A job
+ * that changes the list of components writes the state directory's list
+ * (the server holds NAME.lock) before it ends, so a restart assembles what
+ * the mirror has.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +40,10 @@
 #define JOB_REPORT_MAX 8192
 #define REPLY_MAX (16 * 1024)
 
-enum job_kind { JOB_INSERT, JOB_REMOVE, JOB_FORGET };
+enum job_kind {
+	JOB_INSERT, JOB_REMOVE, JOB_FORGET,          /* the list changes */
+	JOB_DEACTIVATE, JOB_ACTIVATE, JOB_REBUILD, JOB_PRIORITY, /* one's state */
+};
 
 static struct job {
 	pthread_mutex_t lock;
@@ -45,6 +54,7 @@ static struct job {
 	bm_mirror *m;
 	char name[BM_NAME_MAX + 1];
 	struct bm_insert_params ip;
+	unsigned priority;       /* JOB_PRIORITY */
 	char *paths[BM_MAX_COMPONENTS];
 	size_t npaths;
 	int err;
@@ -97,10 +107,22 @@ static void *job_main(void *arg)
 		if (err >= 0)
 			err = err > 0 ? 0 : -EALREADY;
 		break;
+	case JOB_DEACTIVATE:
+		err = bm_mirror_deactivate(j->m, j->paths[0]);
+		break;
+	case JOB_ACTIVATE:
+		err = bm_mirror_activate(j->m, j->paths[0]);
+		break;
+	case JOB_REBUILD:
+		err = bm_mirror_rebuild(j->m, j->paths[0]);
+		break;
+	case JOB_PRIORITY:
+		err = bm_mirror_set_priority(j->m, j->paths[0], j->priority);
+		break;
 	}
 	if (err < 0 && err != -EALREADY)
 		snprintf(msg, sizeof(msg), "%s", bm_last_error());
-	if (err == 0)
+	if (err == 0 && j->kind <= JOB_FORGET)
 		record_components(j, strlen(j->report));
 	bm_live_end(j->m);
 	pthread_mutex_lock(&j->lock);
@@ -159,6 +181,38 @@ static int parse_job(const char *cmd, char *out, size_t len)
 		}
 		return 0;
 	}
+	static const struct {
+		const char *prefix;
+		enum job_kind kind;
+	} one[] = {
+		{"live deactivate ", JOB_DEACTIVATE},
+		{"live activate ", JOB_ACTIVATE},
+		{"live rebuild ", JOB_REBUILD},
+	};
+	const char *path = NULL;
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]) && !path; i++) {
+		size_t l = strlen(one[i].prefix);
+		if (strncmp(cmd, one[i].prefix, l) == 0 && cmd[l]) {
+			job.kind = one[i].kind;
+			path = cmd + l;
+		}
+	}
+	if (!path && sscanf(cmd, "live priority %u %n", &prio, &pos) == 1 &&
+	    pos > 0 && cmd[pos]) {
+		if (prio > 255) {
+			snprintf(out, len, "error priority %u is not from 0 to 255\n",
+			         prio);
+			return 1;
+		}
+		job.kind = JOB_PRIORITY;
+		job.priority = prio;
+		path = cmd + pos;
+	}
+	if (path) {
+		job.paths[0] = strdup(path);
+		job.npaths = job.paths[0] ? 1 : 0;
+		return job.npaths ? 0 : snprintf(out, len, "error out of memory\n");
+	}
 	snprintf(out, len, "error unknown control command\n");
 	return 1;
 }
@@ -187,8 +241,9 @@ int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
 		return 1;
 	}
 	if (job.running) {
-		snprintf(out, len, "error %s is busy with another insert, remove "
-		         "or forget; try again when it ends\n", name);
+		snprintf(out, len, "error %s is busy with another change of its "
+		         "components (insert, remove, forget, deactivate, activate, "
+		         "rebuild or priority); try again when it ends\n", name);
 		pthread_mutex_unlock(&job.lock);
 		return 1;
 	}
@@ -273,7 +328,7 @@ static int need_running(const char *verb, const char *name)
 
 /* Sends a job request and waits for its end.  0 with the report printed;
  * 1 after one line. */
-static int run_job(const char *name, const char *cmd)
+int live_run_job(const char *name, const char *cmd)
 {
 	char *reply = malloc(REPLY_MAX);
 	unsigned id;
@@ -282,6 +337,16 @@ static int run_job(const char *name, const char *cmd)
 	if (!reply)
 		return cli_fail("out of memory");
 	err = control_call(name, cmd, reply, REPLY_MAX);
+	if (err == -EACCES) {
+		cli_fail("%s: permission denied on its control socket; run this "
+		         "as root or as the user that serves it", name);
+		goto out;
+	}
+	if (err == -ENOENT) {
+		cli_fail("%s is running but does not answer on its control "
+		         "socket (starting or stopping); try again", name);
+		goto out;
+	}
 	if (err < 0) {
 		cli_fail("%s does not answer on its control socket: %s", name,
 		         strerror(-err));
@@ -384,7 +449,7 @@ int cmd_insert(int argc, char **argv)
 		sprintf(cmd, "live insert %lu %s%s%s %s", prio,
 		        inactive ? "i" : "", force ? "f" : "",
 		        inactive || force ? "" : "-", p);
-		rc = run_job(name, cmd);
+		rc = live_run_job(name, cmd);
 		free(cmd);
 		if (rc == 0 && wait) {
 			fflush(stdout);
@@ -435,12 +500,12 @@ int cmd_remove(int argc, char **argv)
 		                        i > optind + 1 ? "\t" : "", p);
 		free(p);
 	}
-	int rc = run_job(name, cmd);
+	int rc = live_run_job(name, cmd);
 	free(cmd);
 	return rc;
 }
 
 int live_forget_running(const char *name)
 {
-	return run_job(name, "live forget");
+	return live_run_job(name, "live forget");
 }

@@ -4,13 +4,13 @@
  *
  * The first three change a running mirror only: the CLI names the
  * component as the mirror's records do (so that status, and --wait, find
- * it by that string), asks the server over the control socket, and with
- * --wait follows the copy (progress.c).  configure -p works on a running
- * mirror (the server rewrites the label) and on a stopped one (the label
- * is rewritten here, under NAME.lock, as configure -b does).
- *
- * Control commands (one line each, reply "ok" or "error MESSAGE"):
- *   deactivate PATH | activate PATH | rebuild PATH | priority N PATH
+ * it by that string), asks the server to run the change as a job (the
+ * "live ..." control commands of cmd_live.c: a label write to a hanging
+ * component may take up to the io-timeout, and the control thread must
+ * go on answering status meanwhile), waits for its end, and with --wait
+ * follows the copy (progress.c).  configure -p works on a running mirror
+ * (the server rewrites the label, as a job too) and on a stopped one (the
+ * label is rewritten here, under NAME.lock, as configure -b does).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,8 +25,6 @@
 #include "error.h"
 #include "progress.h"
 #include "statedir.h"
-
-#define REPLY_MAX 4096
 
 /* The same file or device (local paths only). */
 static bool same_local(const char *a, const char *b)
@@ -87,28 +85,6 @@ static int served(const char *name, pid_t *pid)
 	return r;
 }
 
-/* Sends cmd to the server of name; 0, or 1 after one line. */
-static int ask_server(const char *name, pid_t pid, const char *cmd)
-{
-	char reply[REPLY_MAX];
-	int err = control_call(name, cmd, reply, sizeof(reply));
-
-	if (err == -EACCES)
-		return cli_fail("%s: permission denied on its control socket "
-		                "(served by pid %ld); run this as root or as the "
-		                "user that serves it", name, (long)pid);
-	if (err == -ENOENT)
-		return cli_fail("%s is running (pid %ld) but does not answer on "
-		                "its control socket (starting or stopping); try "
-		                "again", name, (long)pid);
-	if (err < 0)
-		return cli_fail("%s: control socket: %s", name, strerror(-err));
-	if (strncmp(reply, "ok\n", 3) == 0)
-		return 0;
-	const char *msg = strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply;
-	return cli_fail("%s: %.*s", name, (int)strcspn(msg, "\n"), msg);
-}
-
 /* deactivate / activate / rebuild: one running mirror, one component. */
 static int state_verb(const char *verb, bool can_wait, int argc, char **argv)
 {
@@ -141,8 +117,8 @@ static int state_verb(const char *verb, bool can_wait, int argc, char **argv)
 		return cli_fail("mirror '%s' is not running; %s changes a running "
 		                "mirror (start it with 'blkmirror serve %s')",
 		                name, verb, name);
-	snprintf(cmd, sizeof(cmd), "%s %s", verb, path);
-	if ((rc = ask_server(name, pid, cmd)))
+	snprintf(cmd, sizeof(cmd), "live %s %s", verb, path);
+	if ((rc = live_run_job(name, cmd)))
 		return rc;
 	return wait ? wait_synchronized(name, path) : 0;
 }
@@ -190,39 +166,12 @@ int configure_priority(const char *name, const char *component, int priority)
 		return rc;
 	}
 	if (r == -EBUSY && strcmp(what, "serve") == 0) {
-		snprintf(cmd, sizeof(cmd), "priority %d %s", priority, path);
-		return ask_server(name, pid, cmd);
+		snprintf(cmd, sizeof(cmd), "live priority %d %s", priority, path);
+		return live_run_job(name, cmd);
 	}
 	if (r == -EBUSY)
 		return cli_fail("mirror '%s' is busy: pid %ld (%s); try again",
 		                name, (long)pid, what[0] ? what : "starting");
 	return cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
 	                strerror(-r));
-}
-
-/* The control commands, on the server (cli.h: ctl_extension). */
-int ctl_component_state(bm_mirror *m, const char *name, const char *cmd,
-                        char *out, size_t len)
-{
-	unsigned priority;
-	int pos = 0, err;
-
-	if (strncmp(cmd, "deactivate ", 11) == 0)
-		err = bm_mirror_deactivate(m, cmd + 11);
-	else if (strncmp(cmd, "activate ", 9) == 0)
-		err = bm_mirror_activate(m, cmd + 9);
-	else if (strncmp(cmd, "rebuild ", 8) == 0)
-		err = bm_mirror_rebuild(m, cmd + 8);
-	else if (sscanf(cmd, "priority %u %n", &priority, &pos) == 1 && pos > 0)
-		err = priority > 255 ? bm_error(EINVAL, "priority %u is not from 0 "
-		                              "to 255", priority)
-		                     : bm_mirror_set_priority(m, cmd + pos, priority);
-	else
-		return 0;
-	if (err < 0)
-		snprintf(out, len, "error %s\n", bm_last_error()[0]
-		         ? bm_last_error() : strerror(-err));
-	else
-		snprintf(out, len, "ok\n");
-	return 1;
 }

@@ -131,7 +131,6 @@ static const ctl_extension ctl_extensions[] = {
 	ctl_progress,
 	ctl_check,
 	ctl_live,
-	ctl_component_state,
 	ctl_events,
 	ctl_sync,
 };

@@ -2,8 +2,8 @@
  * Changing a component's state on a running mirror, in gmirror(8)'s words:
  * deactivate, activate, rebuild, and its priority (configure -p).
  *
- * Every change is made by the control thread under meta_lock; the data
- * path sees the new state through the atomic it reads before each request.
+ * Every change is made by a control job's thread (cli/cmd_live.c) under
+ * meta_lock; the data path sees the new state through the atomic it reads before each request.
  *
  * deactivate  ACTIVE or SYNCHRONIZING -> INACTIVE.  The component stays in
  *     the mirror with its backend open, but is not read, written or copied.
@@ -408,8 +408,10 @@ static int set_priority_serialized(bm_mirror *m, const char *path,
 /*
  * The verbs above run one at a time with insert/remove/forget (live.c
  * holds live_lock across a job): a component cannot be deactivated while
- * it is being added or retired.  They run on the control thread, which
- * must not wait long, so a running job makes them fail with EBUSY.
+ * it is being added or retired.  The server runs them as control jobs
+ * (cli/cmd_live.c), one at a time, so the lock is normally free; a caller
+ * that finds it held (another embedding of the library) waits 2 s at most
+ * and gets EBUSY.
  */
 static int live_enter(bm_mirror *m)
 {
