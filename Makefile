@@ -71,7 +71,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libblkmirror.a
 # (0.1.0+g5fec33d1a2b3): the same tree always says the same, and a tarball
 # without git says VERSION.  $(BUILD)/version.h depends on VERSION and on
 # the files that say which commit is checked out, and is rewritten only
-# when its text changes, so a current build stays current (make -q).
+# when its text changes; otherwise it is touched (a branch deleted rewrites
+# packed-refs), so that make -q calls a current build current.
 VERSION_SH = v=$$(cat VERSION); if [ -e .git ] && \
 	g=$$(git rev-parse --short=12 HEAD 2>/dev/null); then v="$$v+g$$g"; fi
 GIT_HEAD_FILES := $(if $(wildcard .git),$(shell git rev-parse --git-path HEAD \
@@ -80,7 +81,7 @@ GIT_HEAD_FILES := $(if $(wildcard .git),$(shell git rev-parse --git-path HEAD \
 $(BUILD)/version.h: VERSION $(wildcard $(GIT_HEAD_FILES))
 	@mkdir -p $(BUILD)
 	@$(VERSION_SH); echo "#define BM_VERSION \"$$v\"" >$@.tmp; \
-	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; touch $@; else mv $@.tmp $@; fi
 $(BUILD)/cli/main.o: $(BUILD)/version.h
 $(BUILD)/cli/main.o: CFLAGS += -I$(BUILD)
 version:
