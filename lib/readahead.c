@@ -28,6 +28,10 @@
  * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
  * half the memory cap (64 MiB per mirror unless configured), and never
  * less than two chunks per component; no chunk is allocated past the cap.
+ * A component left with nothing in flight takes the next chunk even past
+ * the window, up to twice it (extend): a disk that idles loses that time
+ * for good, and the window stops while the client waits on another
+ * component's late chunk.
  * Chunks behind the client are freed at once; a stream idle for a second
  * is dropped with its chunks (bm_ra_tick, or the next read), and so is the
  * least recently used stream when a new one needs its slot.
@@ -394,62 +398,101 @@ static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
 	return w > floor ? w : floor;
 }
 
-/* Issues chunks until `target` is read ahead or nothing is free; up to
- * `must` chunks are issued even past the slot limit, since a client read
- * waits for them (several streams can hold every slot).  New chunks are
- * added to *issue (lock held). */
-static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
-                   uint64_t must, struct ra_chunk **issue)
+/* Issues the stream's next chunk to component comp; false when memory
+ * (the cap) or the system has none (lock held). */
+static bool add_chunk(struct bm_mirror *m, struct ra_stream *s, int comp,
+                      struct ra_chunk **issue)
 {
 	struct bm_readahead *ra = &m->ra;
 
+	uint32_t len = chunk_size(m, comp);
+	/* chunks start and end on multiples of the smallest chunk size
+	 * (aligned transfers), and are full-size after the first: a
+	 * component's measure is of chunks of its size (learn) */
+	uint64_t end = s->ra_end % RA_CHUNK_MIN
+	                       ? (s->ra_end / RA_CHUNK_MIN + 1) * RA_CHUNK_MIN
+	                       : s->ra_end + len;
+	if (end > m->size)
+		end = m->size;
+	len = (uint32_t)(end - s->ra_end);
+	if (ra->bytes + len > ra->cap)
+		return false;
+	struct ra_chunk *c = calloc(1, sizeof(*c));
+	if (!c || !(c->buf = buf_get(ra, len, &c->cap))) {
+		free(c);
+		return false;
+	}
+	c->m = m;
+	c->s = s;
+	c->off = s->ra_end;
+	c->len = len;
+	c->comp = comp;
+	c->state = CH_PENDING;
+	c->idle_start = ra->comp[comp].slots == 0 &&
+	                atomic_load(&m->comp[comp].inflight) == 0;
+	if (ra->comp[comp].slots++ == 0) {
+		struct ra_comp *rc = &ra->comp[comp];
+		rc->head_start_ns = bm_now_ns();
+		/* idle since its last chunk, while a stream read ahead */
+		if (rc->last_done_ns && rc->head_start_ns - rc->last_done_ns < 1000000000ull)
+			rc->idle_ns += rc->head_start_ns - rc->last_done_ns;
+	}
+	c->q_mark = ra->comp[comp].issued_cum;
+	ra->comp[comp].issued_cum += len;
+	c->contiguous = c->off == ra->comp[comp].issue_end;
+	ra->comp[comp].issue_end = c->off + len;
+	atomic_fetch_add(&ra->nchunks, 1);
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	s->ra_end += len;
+	/* issue list uses a separate link: br.opaque chain */
+	c->br.opaque = *issue;
+	*issue = c;
+	return true;
+}
+
+/* A readable component with no chunk in flight, or -1 (lock held). */
+static int idle_comp(struct bm_mirror *m)
+{
+	unsigned start = atomic_load(&m->rr_cursor);
+
+	for (int k = 0; k < m->ncomp; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+		if (readable(m, i) && m->ra.comp[i].slots == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Issues chunks until `target` is read ahead or nothing is free; up to
+ * `must` chunks are issued even past the slot limit, since a client read
+ * waits for them (several streams can hold every slot).  Then, work
+ * conserving: a component left with nothing to do takes the next chunk
+ * even past the window, up to twice it (within the cap): a disk that
+ * idles loses that time for good, and the window stops while the client
+ * waits on another component's chunk (a slow disk's, or one a busy
+ * machine delivers late).  New chunks are added to *issue (lock held). */
+static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
+                   uint64_t must, struct ra_chunk **issue)
+{
+	uint64_t beyond = s->next + 2 * window_of(m, s);
+
 	if (target > m->size)
 		target = m->size;
+	if (beyond > m->size)
+		beyond = m->size;
 	while (s->ra_end < target) {
 		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
-		if (comp < 0)
-			break;
-		uint32_t len = chunk_size(m, comp);
-		/* chunks start and end on multiples of the smallest chunk size
-		 * (aligned transfers), and are full-size after the first: a
-		 * component's measure is of chunks of its size (learn) */
-		uint64_t end = s->ra_end % RA_CHUNK_MIN
-		                       ? (s->ra_end / RA_CHUNK_MIN + 1) * RA_CHUNK_MIN
-		                       : s->ra_end + len;
-		if (end > m->size)
-			end = m->size;
-		len = (uint32_t)(end - s->ra_end);
-		if (ra->bytes + len > ra->cap)
-			break;
-		struct ra_chunk *c = calloc(1, sizeof(*c));
-		if (!c || !(c->buf = buf_get(ra, len, &c->cap))) {
-			free(c);
-			break;
-		}
-		c->m = m;
-		c->s = s;
-		c->off = s->ra_end;
-		c->len = len;
-		c->comp = comp;
-		c->state = CH_PENDING;
-		c->idle_start = ra->comp[comp].slots == 0 &&
-		                atomic_load(&m->comp[comp].inflight) == 0;
-		if (ra->comp[comp].slots++ == 0)
-			ra->comp[comp].head_start_ns = bm_now_ns();
-		c->q_mark = ra->comp[comp].issued_cum;
-		ra->comp[comp].issued_cum += len;
-		c->contiguous = c->off == ra->comp[comp].issue_end;
-		ra->comp[comp].issue_end = c->off + len;
-		atomic_fetch_add(&ra->nchunks, 1);
-		if (s->tail)
-			s->tail->next = c;
-		else
-			s->head = c;
-		s->tail = c;
-		s->ra_end += len;
-		/* issue list uses a separate link: br.opaque chain */
-		c->br.opaque = *issue;
-		*issue = c;
+		if (comp < 0 || !add_chunk(m, s, comp, issue))
+			return;
+	}
+	while (s->ra_end < beyond) {
+		int comp = idle_comp(m);
+		if (comp < 0 || !add_chunk(m, s, comp, issue))
+			return;
 	}
 }
 
@@ -1021,10 +1064,12 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6);
 		for (int i = 0; i < m->ncomp; i++)
 			fprintf(stderr, "ra: comp %d: chunk %u, %.1f MB/s, %llu waits, "
+			        "%.1f ms idle between chunks, "
 			        "%llu chunks re-read elsewhere\n", i, m->ra.comp[i].chunk,
 			        m->ra.comp[i].ns_per_byte > 0
 			                ? 1e3 / m->ra.comp[i].ns_per_byte : 0.0,
 			        (unsigned long long)m->ra.comp[i].waits,
+			        (double)m->ra.comp[i].idle_ns / 1e6,
 			        (unsigned long long)m->ra.comp[i].steals);
 		fprintf(stderr, "ra: chunk buffers: %llu mapped, peak %.1f MiB\n",
 		        (unsigned long long)m->ra.pool.maps,

@@ -47,6 +47,8 @@ struct ra_comp {
 	uint64_t sample_bytes, sample_ns;
 	uint64_t steals;         /* its late chunks re-read elsewhere */
 	uint64_t waits;          /* client reads that waited on its chunks */
+	uint64_t idle_ns;        /* time with no chunk while streams read
+	                          * ahead (gaps under 1 s; BM_RA_DEBUG) */
 };
 
 struct bm_readahead {
