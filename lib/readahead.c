@@ -1071,7 +1071,7 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 			        (unsigned long long)m->ra.comp[i].waits,
 			        (double)m->ra.comp[i].idle_ns / 1e6,
 			        (unsigned long long)m->ra.comp[i].steals);
-		fprintf(stderr, "ra: chunk buffers: %llu mapped, peak %.1f MiB\n",
+		fprintf(stderr, "ra: chunk buffers: %llu mapped, peak since last idle %.1f MiB\n",
 		        (unsigned long long)m->ra.pool.maps,
 		        (double)m->ra.pool.peak / 1048576.0);
 	}
