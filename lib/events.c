@@ -17,7 +17,8 @@
  *  - ask each backend whether its component is still there (a deleted
  *    file, a vanished device, a dead connection), so status tells within
  *    a second even when the mirror is idle;
- *  - mark the mirror clean after 2 s without writes.
+ *  - mark the mirror clean after 2 s without writes;
+ *  - let the read-ahead drop idle streams and give back idle memory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -185,6 +186,7 @@ static void *ev_main(void *arg)
 			watchdog(m);
 			health(m);
 			bm_meta_try_clean(m, CLEAN_IDLE_MS);
+			bm_ra_tick(m);
 			pthread_mutex_lock(&m->ev_lock);
 			next_tick = bm_now_ms() + TICK_MS;
 			continue;

@@ -28,13 +28,27 @@
  * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
  * half the memory cap (64 MiB per mirror unless configured), and never
  * less than two chunks per component; no chunk is allocated past the cap.
- * Chunks behind the client are freed at once (buffers are mapped, and a
- * few are kept warm for reuse); a stream idle for a second is dropped with
- * its chunks, and so is the least recently used stream when a new one
- * needs its slot.  A read that fits no stream goes to the component with
+ * A component left with nothing in flight takes the next chunk even past
+ * the window, up to twice it (extend): a disk that idles loses that time
+ * for good, and the window stops while the client waits on another
+ * component's late chunk.
+ * Chunks behind the client are freed at once; a stream idle for a second
+ * is dropped with its chunks (bm_ra_tick, or the next read), and so is the
+ * least recently used stream when a new one needs its slot.
+ * A read that fits no stream goes to the component with
  * the fewest requests outstanding (all connections and read-ahead
  * counted, ties rotated; on a rotating component a read next to its head
  * position counts one request less).
+ *
+ * Memory.  Chunk buffers come from the mirror's pool (bufpool.c, the peak
+ * rule): a freed chunk's buffer is kept warm for the next chunk, a larger
+ * one serves a smaller chunk (sizes differ per component and change while
+ * they climb), and what is kept idle plus what is in use never exceeds
+ * the most that was in use at once, which the cap bounds (counted in
+ * buffer capacities).  So a steady stream maps nothing (fresh pages cost
+ * a page fault and a clear each: half the server's CPU on a fast stream)
+ * and the peak RSS is what allocation per chunk gave.  The idle buffers
+ * go back to the system once no stream has chunks (bm_ra_tick).
  *
  * Chunk size (per component), by measurement alone.  A chunk costs
  * positioning plus bytes over bandwidth; on a rotating disk the
@@ -63,7 +77,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,8 +95,6 @@
 #define RA_PROBE_GAIN 1.03        /* a larger chunk must be 3% faster */
 #define RA_REPROBE_ROUNDS 10      /* measure rounds before probing again */
 #define RA_STEAL_GAIN 0.7         /* steal when elsewhere is 30% sooner */
-#define RA_BUF_CACHE 8            /* freed chunk buffers kept warm */
-#define RA_BUF_CACHE_BYTES (16u << 20)
 
 enum { CH_PENDING, CH_READY, CH_ERROR };
 
@@ -92,6 +103,7 @@ struct ra_chunk {
 	struct ra_stream *s;     /* NULL once dropped */
 	uint64_t off;
 	uint32_t len;
+	size_t cap;              /* its buffer's capacity (>= len) */
 	int state;
 	int comp;
 	bool idle_start;         /* its component had nothing else in flight */
@@ -117,50 +129,32 @@ void bm_ra_init(struct bm_mirror *m)
 	struct bm_readahead *ra = &m->ra;
 
 	pthread_mutex_init(&ra->lock, NULL);
+	bm_bufpool_init(&ra->pool);
 	if (!ra->cap)
 		ra->cap = BM_RA_DEFAULT_CAP;
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 		ra->comp[i].chunk = 0; /* chosen at the first chunk: chunk_size() */
 }
 
-/* Chunk buffers are mapped, not malloc'd: freed memory goes back to the
- * system (malloc's heaps kept it, so the peak RSS grew past the cap), and a
- * few freed buffers are kept warm for the next chunks, so that a steady
- * stream does not fault fresh pages in for every chunk (lock held). */
-static void *buf_get(struct bm_readahead *ra, uint32_t len)
+/* A buffer for a chunk of len bytes, from the read-ahead's pool (lock
+ * held): a warm one if one fits, up to twice len while that stays within
+ * the cap (chunk sizes differ per component and change while they climb);
+ * NULL: no memory. */
+static void *buf_get(struct bm_readahead *ra, uint32_t len, size_t *cap)
 {
-	for (int i = 0; i < ra->nfree; i++) {
-		if (ra->free_len[i] != len)
-			continue;
-		void *b = ra->free_buf[i];
-		ra->free_bytes -= len;
-		ra->nfree--;
-		ra->free_buf[i] = ra->free_buf[ra->nfree];
-		ra->free_len[i] = ra->free_len[ra->nfree];
-		return b;
-	}
-	void *b = mmap(NULL, len, PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return b == MAP_FAILED ? NULL : b;
-}
+	uint64_t room = ra->cap > ra->bytes ? ra->cap - ra->bytes : 0;
+	void *b = bm_bufpool_get(&ra->pool, len, room, cap);
 
-static void buf_put(struct bm_readahead *ra, void *b, uint32_t len)
-{
-	if (ra->nfree == RA_BUF_CACHE ||
-	    ra->free_bytes + len > RA_BUF_CACHE_BYTES) {
-		munmap(b, len);
-		return;
-	}
-	ra->free_buf[ra->nfree] = b;
-	ra->free_len[ra->nfree++] = len;
-	ra->free_bytes += len;
+	if (b)
+		ra->bytes += *cap;
+	return b;
 }
 
 static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 {
-	ra->bytes -= c->len;
+	ra->bytes -= c->cap;
 	atomic_fetch_sub(&ra->nchunks, 1);
-	buf_put(ra, c->buf, c->len);
+	bm_bufpool_put(&ra->pool, c->buf, c->cap);
 	free(c);
 }
 
@@ -404,63 +398,101 @@ static uint64_t window_of(struct bm_mirror *m, struct ra_stream *s)
 	return w > floor ? w : floor;
 }
 
-/* Issues chunks until `target` is read ahead or nothing is free; up to
- * `must` chunks are issued even past the slot limit, since a client read
- * waits for them (several streams can hold every slot).  New chunks are
- * added to *issue (lock held). */
-static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
-                   uint64_t must, struct ra_chunk **issue)
+/* Issues the stream's next chunk to component comp; false when memory
+ * (the cap) or the system has none (lock held). */
+static bool add_chunk(struct bm_mirror *m, struct ra_stream *s, int comp,
+                      struct ra_chunk **issue)
 {
 	struct bm_readahead *ra = &m->ra;
 
+	uint32_t len = chunk_size(m, comp);
+	/* chunks start and end on multiples of the smallest chunk size
+	 * (aligned transfers), and are full-size after the first: a
+	 * component's measure is of chunks of its size (learn) */
+	uint64_t end = s->ra_end % RA_CHUNK_MIN
+	                       ? (s->ra_end / RA_CHUNK_MIN + 1) * RA_CHUNK_MIN
+	                       : s->ra_end + len;
+	if (end > m->size)
+		end = m->size;
+	len = (uint32_t)(end - s->ra_end);
+	if (ra->bytes + len > ra->cap)
+		return false;
+	struct ra_chunk *c = calloc(1, sizeof(*c));
+	if (!c || !(c->buf = buf_get(ra, len, &c->cap))) {
+		free(c);
+		return false;
+	}
+	c->m = m;
+	c->s = s;
+	c->off = s->ra_end;
+	c->len = len;
+	c->comp = comp;
+	c->state = CH_PENDING;
+	c->idle_start = ra->comp[comp].slots == 0 &&
+	                atomic_load(&m->comp[comp].inflight) == 0;
+	if (ra->comp[comp].slots++ == 0) {
+		struct ra_comp *rc = &ra->comp[comp];
+		rc->head_start_ns = bm_now_ns();
+		/* idle since its last chunk, while a stream read ahead */
+		if (rc->last_done_ns && rc->head_start_ns - rc->last_done_ns < 1000000000ull)
+			rc->idle_ns += rc->head_start_ns - rc->last_done_ns;
+	}
+	c->q_mark = ra->comp[comp].issued_cum;
+	ra->comp[comp].issued_cum += len;
+	c->contiguous = c->off == ra->comp[comp].issue_end;
+	ra->comp[comp].issue_end = c->off + len;
+	atomic_fetch_add(&ra->nchunks, 1);
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	s->ra_end += len;
+	/* issue list uses a separate link: br.opaque chain */
+	c->br.opaque = *issue;
+	*issue = c;
+	return true;
+}
+
+/* A readable component with no chunk in flight, or -1 (lock held). */
+static int idle_comp(struct bm_mirror *m)
+{
+	unsigned start = atomic_load(&m->rr_cursor);
+
+	for (int k = 0; k < m->ncomp; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)m->ncomp);
+		if (readable(m, i) && m->ra.comp[i].slots == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Issues chunks until `target` is read ahead or nothing is free; up to
+ * `must` chunks are issued even past the slot limit, since a client read
+ * waits for them (several streams can hold every slot).  Then, work
+ * conserving: a component left with nothing to do takes the next chunk
+ * even past the window, up to twice it (within the cap): a disk that
+ * idles loses that time for good, and the window stops while the client
+ * waits on another component's chunk (a slow disk's, or one a busy
+ * machine delivers late).  New chunks are added to *issue (lock held). */
+static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
+                   uint64_t must, struct ra_chunk **issue)
+{
+	uint64_t beyond = s->next + 2 * window_of(m, s);
+
 	if (target > m->size)
 		target = m->size;
+	if (beyond > m->size)
+		beyond = m->size;
 	while (s->ra_end < target) {
 		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
-		if (comp < 0)
-			break;
-		uint32_t len = chunk_size(m, comp);
-		/* chunks start and end on multiples of the smallest chunk size
-		 * (aligned transfers), and are full-size after the first: a
-		 * component's measure is of chunks of its size (learn) */
-		uint64_t end = s->ra_end % RA_CHUNK_MIN
-		                       ? (s->ra_end / RA_CHUNK_MIN + 1) * RA_CHUNK_MIN
-		                       : s->ra_end + len;
-		if (end > m->size)
-			end = m->size;
-		len = (uint32_t)(end - s->ra_end);
-		if (ra->bytes + len > ra->cap)
-			break;
-		struct ra_chunk *c = calloc(1, sizeof(*c));
-		if (!c || !(c->buf = buf_get(ra, len))) {
-			free(c);
-			break;
-		}
-		c->m = m;
-		c->s = s;
-		c->off = s->ra_end;
-		c->len = len;
-		c->comp = comp;
-		c->state = CH_PENDING;
-		c->idle_start = ra->comp[comp].slots == 0 &&
-		                atomic_load(&m->comp[comp].inflight) == 0;
-		if (ra->comp[comp].slots++ == 0)
-			ra->comp[comp].head_start_ns = bm_now_ns();
-		c->q_mark = ra->comp[comp].issued_cum;
-		ra->comp[comp].issued_cum += len;
-		c->contiguous = c->off == ra->comp[comp].issue_end;
-		ra->comp[comp].issue_end = c->off + len;
-		ra->bytes += len;
-		atomic_fetch_add(&ra->nchunks, 1);
-		if (s->tail)
-			s->tail->next = c;
-		else
-			s->head = c;
-		s->tail = c;
-		s->ra_end += len;
-		/* issue list uses a separate link: br.opaque chain */
-		c->br.opaque = *issue;
-		*issue = c;
+		if (comp < 0 || !add_chunk(m, s, comp, issue))
+			return;
+	}
+	while (s->ra_end < beyond) {
+		int comp = idle_comp(m);
+		if (comp < 0 || !add_chunk(m, s, comp, issue))
+			return;
 	}
 }
 
@@ -731,7 +763,7 @@ static void steal_late(struct bm_mirror *m, struct ra_stream *s,
 	                         (double)(t_own - now) * RA_STEAL_GAIN)
 		return;
 	struct ra_chunk *n = calloc(1, sizeof(*n));
-	if (!n || !(n->buf = buf_get(ra, c->len))) {
+	if (!n || !(n->buf = buf_get(ra, c->len, &n->cap))) {
 		free(n);
 		return;
 	}
@@ -747,7 +779,6 @@ static void steal_late(struct bm_mirror *m, struct ra_stream *s,
 	n->q_mark = ra->comp[best].issued_cum;
 	ra->comp[best].issued_cum += n->len;
 	ra->comp[c->comp].steals++;
-	ra->bytes += n->len;
 	atomic_fetch_add(&ra->nchunks, 1);
 	/* n takes c's place */
 	struct ra_chunk **pp = &s->head, *prev = NULL;
@@ -989,6 +1020,37 @@ void bm_ra_drop_all(struct bm_mirror *m)
 	finish_reads(m, NULL, fallback);
 }
 
+void bm_ra_tick(struct bm_mirror *m)
+{
+	struct bm_readahead *ra = &m->ra;
+	struct ra_wait *fallback = NULL;
+	long long now = bm_now_ms();
+	bool trim;
+
+	/* bm_ra_destroy runs while the event thread still ticks (its
+	 * watchdog ends chunks that hang): whichever comes second of the
+	 * increment and the store of closed sees the other */
+	atomic_fetch_add(&ra->ticking, 1);
+	if (atomic_load(&ra->closed)) {
+		atomic_fetch_sub(&ra->ticking, 1);
+		return;
+	}
+	pthread_mutex_lock(&ra->lock);
+	for (int i = 0; i < BM_RA_STREAMS; i++) {
+		struct ra_stream *s = &ra->streams[i];
+		if (s->used && now - s->last_ms > RA_IDLE_MS && !s->waiting)
+			stream_drop(ra, s, &fallback);
+	}
+	trim = atomic_load(&ra->nchunks) == 0;
+	pthread_mutex_unlock(&ra->lock);
+	/* (the pool has its own lock; a chunk taken meanwhile is counted in
+	 * the new peak) */
+	if (trim)
+		bm_bufpool_trim(&ra->pool);
+	finish_reads(m, NULL, fallback);
+	atomic_fetch_sub(&ra->ticking, 1);
+}
+
 /* Drops every stream and waits for chunks in flight to land, at most
  * timeout_ms (< 0: for ever).  False when some did not (a component that
  * hangs): then nothing is freed. */
@@ -1002,21 +1064,26 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6);
 		for (int i = 0; i < m->ncomp; i++)
 			fprintf(stderr, "ra: comp %d: chunk %u, %.1f MB/s, %llu waits, "
+			        "%.1f ms idle between chunks, "
 			        "%llu chunks re-read elsewhere\n", i, m->ra.comp[i].chunk,
 			        m->ra.comp[i].ns_per_byte > 0
 			                ? 1e3 / m->ra.comp[i].ns_per_byte : 0.0,
 			        (unsigned long long)m->ra.comp[i].waits,
+			        (double)m->ra.comp[i].idle_ns / 1e6,
 			        (unsigned long long)m->ra.comp[i].steals);
+		fprintf(stderr, "ra: chunk buffers: %llu mapped, peak since last idle %.1f MiB\n",
+		        (unsigned long long)m->ra.pool.maps,
+		        (double)m->ra.pool.peak / 1048576.0);
 	}
 	while (atomic_load(&m->ra.nchunks) > 0) {
 		if (timeout_ms >= 0 && bm_now_ms() >= end)
 			return false;
 		usleep(1000); /* chunks land within io-timeout; rare */
 	}
-	while (m->ra.nfree > 0) {
-		m->ra.nfree--;
-		munmap(m->ra.free_buf[m->ra.nfree], m->ra.free_len[m->ra.nfree]);
-	}
+	atomic_store(&m->ra.closed, true);
+	while (atomic_load(&m->ra.ticking) > 0)
+		usleep(1000);
+	bm_bufpool_destroy(&m->ra.pool);
 	pthread_mutex_destroy(&m->ra.lock);
 	return true;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "blkmirror.h"
+#include "bufpool.h"
 
 #define BM_RA_STREAMS 8
 #define BM_RA_DEFAULT_CAP (64ull << 20)
@@ -46,6 +47,8 @@ struct ra_comp {
 	uint64_t sample_bytes, sample_ns;
 	uint64_t steals;         /* its late chunks re-read elsewhere */
 	uint64_t waits;          /* client reads that waited on its chunks */
+	uint64_t idle_ns;        /* time with no chunk while streams read
+	                          * ahead (gaps under 1 s; BM_RA_DEBUG) */
 };
 
 struct bm_readahead {
@@ -53,13 +56,12 @@ struct bm_readahead {
 	struct ra_stream streams[BM_RA_STREAMS];
 	struct ra_comp comp[BM_MAX_COMPONENTS];
 	unsigned turn;           /* which stream extends first, rotating */
-	uint64_t bytes;          /* chunk memory allocated */
+	uint64_t bytes;          /* chunk memory in use (buffer capacities) */
 	uint64_t cap;            /* at most this much */
 	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
-	void *free_buf[8];       /* chunk buffers kept warm for reuse */
-	uint32_t free_len[8];
-	int nfree;
-	uint64_t free_bytes;
+	struct bm_bufpool pool;  /* chunk buffers, kept warm (peak rule) */
+	atomic_bool closed;      /* bm_ra_destroy began: bm_ra_tick stays out */
+	atomic_int ticking;      /* bm_ra_tick calls under way */
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
 };
@@ -77,5 +79,9 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io);
 void bm_ra_invalidate(struct bm_mirror *m, uint64_t off, uint64_t len);
 /* Drops everything (algorithm change, component state change). */
 void bm_ra_drop_all(struct bm_mirror *m);
+/* A few times a second (the event thread): drops streams idle for
+ * RA_IDLE_MS and, when no chunk is left, gives the idle chunk buffers
+ * back to the system. */
+void bm_ra_tick(struct bm_mirror *m);
 
 #endif
