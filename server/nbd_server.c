@@ -3,20 +3,25 @@
  *
  * One accept thread per server; per connection, a reader thread and a
  * writer thread.  The reader decodes a request, waits for room in the
- * connection's and the server's budget of bytes in flight, allocates its
- * buffer, reads its payload, and hands it to the mirror.
+ * connection's and the server's budget of bytes in flight, takes a request
+ * structure (kept for reuse: no allocation per request) and its buffer
+ * (bufpool.c), reads its payload, and hands it to the mirror.
  *
- * Replies: the thread that completes a request (a backend's completion
- * thread) sends the reply at once with MSG_DONTWAIT when nothing is queued
- * before it and the socket takes it all, which is the common case and costs
- * no thread wake-up.  Otherwise the reply (or what is left of it) joins the
- * connection's queue, and the writer thread, asleep until then, finishes
- * the queue as the socket drains.  So a client that stops reading blocks no
- * backend thread: its replies pile up in its own queue (bounded by its
- * budget), and when they make no progress for reply_timeout_ms the
- * connection is closed and the queue dropped.  A read's buffer goes back
- * to the pool (bufpool.c: reused warm) when its reply has been sent; a
- * write's when the write completes.
+ * Replies: finished replies join the connection's queue.  The thread that
+ * finds the queue empty becomes its sender and sends it at once with
+ * MSG_DONTWAIT, as many replies per sendmsg as are queued; it drops the
+ * lock around each sendmsg, so that replies completing meanwhile (on other
+ * backend threads) only append and go out with its next one.  A request
+ * that completes inline on the reader (a read-ahead hit) is held by the
+ * reader and sent with the others it completes before it may block (on a
+ * read, for budget, before a write's submission; at most 32).  When the
+ * socket is full the queue is left to the writer thread, asleep until
+ * then, which finishes it as the socket drains.  So a client that stops
+ * reading blocks no backend thread: its replies pile up in its own queue
+ * (bounded by its budget), and when they make no progress for
+ * reply_timeout_ms the connection is closed and the queue dropped.  A
+ * read's buffer goes back to the pool (reused warm) when its reply has
+ * been sent; a write's when the write completes.
  *
  * A connection is freed when both its reader and its writer have stopped;
  * the writer stops only when the reader has and no request is pending, so
