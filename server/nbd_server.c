@@ -886,6 +886,27 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* A Unix socket takes at most its send buffer of replies the client has
+ * not read yet (212992 bytes by default): fewer than two 128 KiB replies,
+ * so a client with a few large reads in flight found it full, and every
+ * reply after went through the writer thread (a wake-up and a poll each).
+ * Asking for more (the kernel caps it at net.core.wmem_max) lets the
+ * completing thread send them at once.  The memory is bounded anyway by
+ * the connection's budget of bytes in flight.  TCP keeps its own tuning
+ * (a fixed SO_SNDBUF would turn its autotuning off). */
+#define UNIX_SNDBUF (1u << 20)
+
+static void unix_send_room(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int size = UNIX_SNDBUF;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    ss.ss_family == AF_UNIX)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
 static void start_conn(struct bm_nbd_server *s, int fd)
 {
 	struct conn *c;
@@ -907,6 +928,7 @@ static void start_conn(struct bm_nbd_server *s, int fd)
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	unix_send_room(fd);
 	c->srv = s;
 	c->fd = fd;
 	pthread_mutex_init(&c->send_lock, NULL);
