@@ -3,20 +3,25 @@
  *
  * One accept thread per server; per connection, a reader thread and a
  * writer thread.  The reader decodes a request, waits for room in the
- * connection's and the server's budget of bytes in flight, allocates its
- * buffer, reads its payload, and hands it to the mirror.
+ * connection's and the server's budget of bytes in flight, takes a request
+ * structure (kept for reuse: no allocation per request) and its buffer
+ * (bufpool.c), reads its payload, and hands it to the mirror.
  *
- * Replies: the thread that completes a request (a backend's completion
- * thread) sends the reply at once with MSG_DONTWAIT when nothing is queued
- * before it and the socket takes it all, which is the common case and costs
- * no thread wake-up.  Otherwise the reply (or what is left of it) joins the
- * connection's queue, and the writer thread, asleep until then, finishes
- * the queue as the socket drains.  So a client that stops reading blocks no
- * backend thread: its replies pile up in its own queue (bounded by its
- * budget), and when they make no progress for reply_timeout_ms the
- * connection is closed and the queue dropped.  A read's buffer goes back
- * to the pool (bufpool.c: reused warm) when its reply has been sent; a
- * write's when the write completes.
+ * Replies: finished replies join the connection's queue.  The thread that
+ * finds the queue empty becomes its sender and sends it at once with
+ * MSG_DONTWAIT, as many replies per sendmsg as are queued; it drops the
+ * lock around each sendmsg, so that replies completing meanwhile (on other
+ * backend threads) only append and go out with its next one.  A request
+ * that completes inline on the reader (a read-ahead hit) is held by the
+ * reader and sent with the others it completes before it may block (on a
+ * read, for budget, before a write's submission; at most 32).  When the
+ * socket is full the queue is left to the writer thread, asleep until
+ * then, which finishes it as the socket drains.  So a client that stops
+ * reading blocks no backend thread: its replies pile up in its own queue
+ * (bounded by its budget), and when they make no progress for
+ * reply_timeout_ms the connection is closed and the queue dropped.  A
+ * read's buffer goes back to the pool (reused warm) when its reply has
+ * been sent; a write's when the write completes.
  *
  * A connection is freed when both its reader and its writer have stopped;
  * the writer stops only when the reader has and no request is pending, so
@@ -66,6 +71,8 @@
  * (at most) before its connection is dropped; the writer looks this often. */
 #define STOP_REPLY_GRACE_MS 3000
 #define WRITER_POLL_MS 1000
+/* Replies gathered into one sendmsg: two iovecs each (header, data). */
+#define SEND_IOV_MAX 64
 
 /*
  * Bytes in flight against a cap.  take() is one compare-and-swap when there
@@ -109,11 +116,18 @@ struct conn {
 	atomic_bool dead;          /* replies can no longer be sent */
 	struct budget bytes;
 	atomic_int pending;        /* requests whose reply is not finished */
-	pthread_mutex_t send_lock; /* fd writes, the queue, reader_done */
+	pthread_mutex_t send_lock; /* the queue, sending, free_reqs, reader_done */
 	pthread_cond_t send_cond;  /* the writer waits for work */
-	struct nreq *q_head, *q_tail; /* replies waiting for the socket */
-	uint64_t last_progress_ns; /* queue non-empty: when bytes last went */
+	struct nreq *q_head, *q_tail; /* replies not all sent yet, in order */
+	bool sending;              /* a thread is sending the queue */
+	uint64_t last_progress_ns; /* queue left to the writer: bytes last went */
 	bool reader_done;
+	struct nreq *free_reqs;    /* finished, kept for reuse */
+	int nfree;
+	/* the reader's own (no lock) */
+	struct nreq *held_head, *held_tail; /* completed inline, not sent yet */
+	unsigned nheld;
+	struct nreq *spare;        /* taken from free_reqs, for new requests */
 	struct conn *next;         /* srv->lock */
 	pthread_t thread, writer;
 };
@@ -275,6 +289,16 @@ static void conn_put(struct conn *c)
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_cond_destroy(&c->send_cond);
 	budget_destroy(&c->bytes);
+	for (struct nreq *l = c->free_reqs; l; ) {
+		struct nreq *r = l;
+		l = r->next;
+		free(r);
+	}
+	for (struct nreq *l = c->spare; l; ) {
+		struct nreq *r = l;
+		l = r->next;
+		free(r);
+	}
 	free(c);
 }
 
@@ -293,14 +317,24 @@ static uint32_t errno_to_nbd(int err)
 	}
 }
 
-/* Gives back what a request held and frees it; its reply is finished (sent
- * or dropped).  Caller holds send_lock. */
+/* Finished requests a connection keeps for reuse (no allocation per
+ * request); more than this are freed. */
+#define SPARE_REQS_MAX 256
+
+/* Gives back what a request held and keeps it for reuse; its reply is
+ * finished (sent or dropped).  Caller holds send_lock. */
 static void reply_finished_locked(struct conn *c, struct nreq *r)
 {
 	budget_give(&c->bytes, r->charge);
 	budget_give(&c->srv->bytes, r->charge);
 	bm_buf_put(r->io.buf, r->buf_len);
-	free(r);
+	if (c->nfree < SPARE_REQS_MAX) {
+		r->next = c->free_reqs;
+		c->free_reqs = r;
+		c->nfree++;
+	} else {
+		free(r);
+	}
 	if (atomic_fetch_sub(&c->pending, 1) == 1 && c->reader_done)
 		pthread_cond_signal(&c->send_cond);
 }
@@ -316,63 +350,162 @@ static void conn_kill_locked(struct conn *c)
 	pthread_cond_signal(&c->send_cond);
 }
 
-/* Sends what is left of r's reply without blocking: 1 when it is all sent,
- * 0 when the socket is full, -errno when the connection is broken. */
-static int reply_push(struct conn *c, struct nreq *r)
+/* Drops every queued reply (the connection is dead).  Caller holds
+ * send_lock and is the sender (or no one is). */
+static void queue_drop_locked(struct conn *c)
 {
-	uint32_t total = sizeof(r->hdr) + r->data_len;
+	while (c->q_head) {
+		struct nreq *r = c->q_head;
+		c->q_head = r->next;
+		reply_finished_locked(c, r);
+	}
+	c->q_tail = NULL;
+}
 
-	while (r->sent < total) {
-		struct iovec iov[2];
-		int n_iov = 0;
+static uint32_t reply_size(const struct nreq *r)
+{
+	return (uint32_t)sizeof(r->hdr) + r->data_len;
+}
+
+/* Points iov at the unsent bytes of the queued replies, from the head;
+ * returns how many iovecs it filled. */
+static int queue_gather_locked(struct conn *c, struct iovec *iov, int max)
+{
+	int n = 0;
+
+	for (struct nreq *r = c->q_head; r && n + 2 <= max; r = r->next) {
 		if (r->sent < sizeof(r->hdr))
-			iov[n_iov++] = (struct iovec){r->hdr + r->sent,
-			                              sizeof(r->hdr) - r->sent};
+			iov[n++] = (struct iovec){r->hdr + r->sent,
+			                          sizeof(r->hdr) - r->sent};
 		if (r->data_len) {
 			uint32_t dsent = r->sent > sizeof(r->hdr)
 			                 ? r->sent - (uint32_t)sizeof(r->hdr) : 0;
-			iov[n_iov++] = (struct iovec){(char *)r->io.buf + dsent,
-			                              r->data_len - dsent};
+			iov[n++] = (struct iovec){(char *)r->io.buf + dsent,
+			                          r->data_len - dsent};
 		}
+	}
+	return n;
+}
+
+/* n bytes of the queue went out: finishes the replies they complete. */
+static void queue_advance_locked(struct conn *c, size_t n)
+{
+	while (n) {
+		struct nreq *r = c->q_head;
+		uint32_t left = reply_size(r) - r->sent;
+		if (n < left) {
+			r->sent += (uint32_t)n;
+			return;
+		}
+		n -= left;
+		c->q_head = r->next;
+		if (!c->q_head)
+			c->q_tail = NULL;
+		reply_finished_locked(c, r);
+	}
+}
+
+/*
+ * The sender (c->sending, set by the caller) sends the queue without
+ * blocking, as many replies per sendmsg as are queued (up to
+ * SEND_IOV_MAX / 2).  The lock is dropped around each sendmsg, so that
+ * replies completing meanwhile join the queue and go out with the next
+ * one instead of waiting on the lock.  Only the sender removes replies
+ * from the queue; others only append.  Returns 1 when the queue is empty,
+ * 0 when the socket is full, -errno when the connection is broken or
+ * dead.  *progress tells whether any byte went out.
+ */
+static int queue_push_locked(struct conn *c, bool *progress)
+{
+	struct iovec iov[SEND_IOV_MAX];
+
+	while (c->q_head) {
+		if (atomic_load(&c->dead))
+			return -EPIPE;
+		int n_iov = queue_gather_locked(c, iov, SEND_IOV_MAX);
 		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		pthread_mutex_unlock(&c->send_lock);
 		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int err = n < 0 ? errno : 0;
+		pthread_mutex_lock(&c->send_lock);
 		if (n < 0) {
-			if (errno == EINTR)
+			if (err == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (err == EAGAIN || err == EWOULDBLOCK)
 				return 0;
-			return -errno;
+			return -err;
 		}
-		r->sent += (uint32_t)n;
+		if (n > 0)
+			*progress = true;
+		queue_advance_locked(c, (size_t)n);
 	}
 	return 1;
+}
+
+/* Appends a list of finished replies (first..last) to the queue; when the
+ * queue was empty, no one is sending it: this thread becomes the sender
+ * and sends it now, without blocking.  What the socket does not take is
+ * left to the writer thread.  Caller holds send_lock. */
+static void replies_send_locked(struct conn *c, struct nreq *first,
+                                struct nreq *last)
+{
+	bool progress = false;
+
+	if (atomic_load(&c->dead)) {
+		while (first) {
+			struct nreq *r = first;
+			first = r->next;
+			reply_finished_locked(c, r);
+		}
+		return;
+	}
+	if (c->q_head) {
+		/* the sender, or the writer, sends it with the rest */
+		c->q_tail->next = first;
+		c->q_tail = last;
+		return;
+	}
+	c->q_head = first;
+	c->q_tail = last;
+	c->sending = true;
+	int rc = queue_push_locked(c, &progress);
+	c->sending = false;
+	if (rc < 0) {
+		conn_kill_locked(c);
+		queue_drop_locked(c);
+	} else if (rc == 0) {
+		c->last_progress_ns = now_ns(); /* the writer times it from now */
+	}
+	if (c->q_head || (c->reader_done && atomic_load(&c->pending) == 0))
+		pthread_cond_signal(&c->send_cond);
 }
 
 /* Sends r's reply now if the socket takes it, else queues it for the
  * writer.  Any thread. */
 static void reply_send(struct conn *c, struct nreq *r)
 {
+	r->next = NULL;
 	pthread_mutex_lock(&c->send_lock);
-	if (atomic_load(&c->dead)) {
-		reply_finished_locked(c, r);
-	} else if (c->q_head) {
-		c->q_tail->next = r;
-		c->q_tail = r;
-	} else {
-		int rc = reply_push(c, r);
-		if (rc == 1) {
-			reply_finished_locked(c, r);
-		} else if (rc < 0) {
-			conn_kill_locked(c);
-			reply_finished_locked(c, r);
-		} else {
-			r->next = NULL;
-			c->q_head = c->q_tail = r;
-			c->last_progress_ns = now_ns();
-			pthread_cond_signal(&c->send_cond);
-		}
-	}
+	replies_send_locked(c, r, r);
 	pthread_mutex_unlock(&c->send_lock);
+}
+
+/* The connection whose reader runs on this thread: its requests that
+ * complete inline (read-ahead hits) are held and sent together. */
+static __thread struct conn *reader_conn;
+#define HELD_MAX 32
+
+/* Sends the replies the reader holds.  The reader calls it before it may
+ * block (reading, waiting for budget, submitting a write). */
+static void reader_flush(struct conn *c)
+{
+	if (!c->held_head)
+		return;
+	pthread_mutex_lock(&c->send_lock);
+	replies_send_locked(c, c->held_head, c->held_tail);
+	pthread_mutex_unlock(&c->send_lock);
+	c->held_head = c->held_tail = NULL;
+	c->nheld = 0;
 }
 
 static void reply_fill(struct nreq *r, uint32_t nbd_err, uint32_t data_len)
@@ -390,10 +523,11 @@ static void reply_fill(struct nreq *r, uint32_t nbd_err, uint32_t data_len)
 }
 
 /*
- * The per-connection writer: sleeps until a reply is queued, then sends
- * the queue as the socket drains.  No progress for reply_timeout_ms ends
- * the connection.  Stops when the reader has stopped and every request has
- * finished its reply.
+ * The per-connection writer: sleeps until a completing thread leaves
+ * replies the socket did not take, then sends the queue as the socket
+ * drains (as the sender: completions meanwhile only append).  No progress
+ * for reply_timeout_ms ends the connection.  Stops when the reader has
+ * stopped and every request has finished its reply.
  */
 static void *writer_main(void *arg)
 {
@@ -405,45 +539,40 @@ static void *writer_main(void *arg)
 		if (atomic_load(&c->srv->stopping) && limit_ms > STOP_REPLY_GRACE_MS)
 			limit_ms = STOP_REPLY_GRACE_MS;
 		uint64_t limit_ns = (uint64_t)limit_ms * 1000000ull;
-		if (atomic_load(&c->dead))
-			while (c->q_head) {
-				struct nreq *r = c->q_head;
-				c->q_head = r->next;
-				reply_finished_locked(c, r);
-			}
-		if (!c->q_head) {
-			if (c->reader_done && atomic_load(&c->pending) == 0)
+		if (c->sending || !c->q_head) {
+			if (!c->sending && c->reader_done &&
+			    atomic_load(&c->pending) == 0)
 				break;
 			pthread_cond_wait(&c->send_cond, &c->send_lock);
 			continue;
 		}
-		struct nreq *head = c->q_head;
-		uint32_t sent_before = head->sent;
-		int rc = reply_push(c, head);
+		bool progress = false;
+		c->sending = true;
+		int rc = queue_push_locked(c, &progress);
+		c->sending = false;
 		if (rc < 0) {
 			conn_kill_locked(c);
+			queue_drop_locked(c);
 			continue;
 		}
+		if (rc == 1)
+			continue;
 		uint64_t now = now_ns();
-		if (rc == 1) {
-			c->q_head = head->next;
-			c->last_progress_ns = now;
-			reply_finished_locked(c, head);
-			continue;
-		}
-		if (head->sent != sent_before) {
+		if (progress) {
 			c->last_progress_ns = now;
 		} else if (now - c->last_progress_ns >= limit_ns) {
 			fprintf(stderr, "blkmirror: an NBD client has not read its "
 			        "replies for %d ms: closing its connection\n",
 			        limit_ms);
 			conn_kill_locked(c);
+			queue_drop_locked(c);
 			continue;
 		}
 		uint64_t wait_ms = (limit_ns - (now - c->last_progress_ns))
 		                   / 1000000ull + 1;
 		if (wait_ms > WRITER_POLL_MS)
 			wait_ms = WRITER_POLL_MS; /* to notice a stop */
+		/* the queue is not empty: completions only append meanwhile */
 		pthread_mutex_unlock(&c->send_lock);
 		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
 		poll(&pfd, 1, (int)wait_ms);
@@ -471,6 +600,17 @@ static void request_done(struct bm_io *io, int result)
 		budget_give(&c->srv->bytes, data);
 	}
 	reply_fill(r, errno_to_nbd(result), has_data ? io->length : 0);
+	if (reader_conn == c) {
+		/* completed inline, on the reader: goes out with the next ones */
+		if (c->held_tail)
+			c->held_tail->next = r;
+		else
+			c->held_head = r;
+		c->held_tail = r;
+		if (++c->nheld >= HELD_MAX)
+			reader_flush(c);
+		return;
+	}
 	reply_send(c, r);
 }
 
@@ -485,6 +625,12 @@ static bool reader_should_stop(void *arg)
 /* Waits for room for charge bytes in both budgets. */
 static int take_budget(struct conn *c, uint32_t charge)
 {
+	if (budget_try(&c->bytes, charge)) {
+		if (budget_try(&c->srv->bytes, charge))
+			return 0;
+		budget_give(&c->bytes, charge);
+	}
+	reader_flush(c); /* what it holds may be what it waits for */
 	if (!budget_take(&c->bytes, charge, reader_should_stop, c))
 		return -ESHUTDOWN;
 	if (!budget_take(&c->srv->bytes, charge, reader_should_stop, c)) {
@@ -504,7 +650,19 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 
 	if (take_budget(c, charge) < 0)
 		return NULL;
-	r = calloc(1, sizeof(*r));
+	if (!c->spare) {
+		pthread_mutex_lock(&c->send_lock);
+		c->spare = c->free_reqs;
+		c->free_reqs = NULL;
+		c->nfree = 0;
+		pthread_mutex_unlock(&c->send_lock);
+	}
+	if ((r = c->spare) != NULL) {
+		c->spare = r->next;
+		memset(r, 0, sizeof(*r));
+	} else {
+		r = calloc(1, sizeof(*r));
+	}
 	if (r && data_len && !(r->io.buf = bm_buf_get(data_len))) {
 		free(r);
 		r = NULL;
@@ -532,6 +690,7 @@ static struct nreq *new_request(struct conn *c, const struct nbd_request *q,
 #define INBUF_SIZE (16u << 10)
 
 struct inbuf {
+	struct conn *c;
 	int fd;
 	uint32_t start, end;
 	uint8_t data[INBUF_SIZE];
@@ -547,6 +706,7 @@ static int inbuf_fill(struct inbuf *in)
 		in->end -= in->start;
 		in->start = 0;
 	}
+	reader_flush(in->c); /* the read may wait */
 	for (;;) {
 		ssize_t n = read(in->fd, in->data + in->end, INBUF_SIZE - in->end);
 		if (n < 0 && errno == EINTR)
@@ -575,8 +735,10 @@ static int inbuf_read(struct inbuf *in, void *dst, size_t len)
 			len -= n;
 			continue;
 		}
-		if (len >= INBUF_SIZE / 2)
+		if (len >= INBUF_SIZE / 2) {
+			reader_flush(in->c);
 			return bm_read_full(in->fd, p, len);
+		}
 		int err = inbuf_fill(in);
 		if (err < 0)
 			return err;
@@ -613,6 +775,8 @@ static int start_request(struct conn *c, struct inbuf *in,
 			return err;
 		}
 	}
+	if (r->io.type != BM_IO_READ)
+		reader_flush(c); /* a write may wait for a range */
 	err = bm_mirror_submit(c->srv->m, &r->io);
 	if (err < 0)
 		request_done(&r->io, err);
@@ -642,8 +806,10 @@ static void transmission(struct conn *c)
 
 	if (!in)
 		return;
+	in->c = c;
 	in->fd = c->fd;
 	in->start = in->end = 0;
+	reader_conn = c;
 	while (!atomic_load(&c->dead)) {
 		uint32_t nbd_err, payload;
 		if (inbuf_read(in, hdr, sizeof(hdr)) < 0)
@@ -673,6 +839,8 @@ static void transmission(struct conn *c)
 			break;
 	}
 out:
+	reader_flush(c);
+	reader_conn = NULL;
 	free(in);
 }
 
@@ -718,6 +886,27 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* A Unix socket takes at most its send buffer of replies the client has
+ * not read yet (212992 bytes by default): fewer than two 128 KiB replies,
+ * so a client with a few large reads in flight found it full, and every
+ * reply after went through the writer thread (a wake-up and a poll each).
+ * Asking for more (the kernel caps it at net.core.wmem_max) lets the
+ * completing thread send them at once.  The memory is bounded anyway by
+ * the connection's budget of bytes in flight.  TCP keeps its own tuning
+ * (a fixed SO_SNDBUF would turn its autotuning off). */
+#define UNIX_SNDBUF (1u << 20)
+
+static void unix_send_room(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int size = UNIX_SNDBUF;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    ss.ss_family == AF_UNIX)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
 static void start_conn(struct bm_nbd_server *s, int fd)
 {
 	struct conn *c;
@@ -739,6 +928,7 @@ static void start_conn(struct bm_nbd_server *s, int fd)
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	unix_send_room(fd);
 	c->srv = s;
 	c->fd = fd;
 	pthread_mutex_init(&c->send_lock, NULL);
