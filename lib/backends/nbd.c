@@ -354,22 +354,27 @@ static void issue_queued_locked(struct nbd_backend *nb)
  * (call_lock held). */
 static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
 {
-	if (c->result != 0 || c->xr || check_over_locked(nb))
+	bool more = false;
+
+	if (c->result != 0 || c->xr)
 		return false;
 	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
 		c->done_bytes += c->piece;
-		if (c->done_bytes < c->r->length) {
-			issue(nb, c);
-			return true;
-		}
+		more = c->done_bytes < c->r->length;
 	}
-	if (c->then_flush) {
+	if (!more && c->then_flush) {
 		c->then_flush = false;
 		c->op = BM_BOP_FLUSH;
-		issue(nb, c);
-		return true;
+		more = true;
 	}
-	return false;
+	if (!more)
+		return false;
+	if (check_over_locked(nb)) { /* the rest cannot be sent: it failed */
+		c->result = -ENOTCONN;
+		return false;
+	}
+	issue(nb, c);
+	return true;
 }
 
 /* call_lock held: takes the done list; a command with more to send goes
@@ -856,8 +861,14 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	int fd = nbd_aio_get_fd(nb->h);
 	nb->poll_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&nb->lock, NULL);
-	pthread_mutex_init(&nb->call_lock, NULL);
+	/* both are held for a few microseconds at most: spinning a little
+	 * before sleeping in the kernel saves a wake-up */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&nb->lock, &ma);
+	pthread_mutex_init(&nb->call_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	if (nb->poll_fd < 0 || nb->wake_fd < 0 ||
 	    pthread_create(&nb->loop, NULL, loop_main, nb) != 0) {
 		if (nb->wake_fd >= 0)
