@@ -3,38 +3,47 @@
  * nbd+unix:///EXPORT?socket=PATH), through libnbd's asynchronous API.
  *
  * One connection per component with any number of requests in flight, and
- * one event-loop thread that owns the libnbd handle after open: it is the
- * only thread that calls libnbd.  Submitters put a command on a
- * mutex-protected queue and, when the queue was empty and the loop is asleep
- * in poll (or about to be), wake it through an eventfd (one write per batch;
- * none while the loop is awake: it takes the queue before it polls again);
- * the loop issues what is queued, polls the socket in the direction libnbd
- * asks for, and delivers completions.
+ * one event-loop thread per connection that polls the socket and reads the
+ * replies.  libnbd handles are thread-safe and a command given to a busy
+ * state machine is queued by libnbd and sent when it is ready again, so a
+ * submitter issues its command itself: every libnbd call after open is made
+ * under call_lock (never held across a poll), which a submitter only tries
+ * to take.  A submitter that finds it taken leaves its command on a queue;
+ * whoever holds call_lock looks at the queue after letting go and issues
+ * what it finds, so nobody waits for call_lock on the data path.  The loop
+ * is woken (eventfd) only when it must look again: libnbd wants to write
+ * (a command did not go out whole), the connection ended, or a command
+ * completed at once; a command sent whole costs no wake-up (its reply wakes
+ * the loop's poll).
  *
- * Why one thread: when the server goes away, libnbd closes its socket inside
- * whatever call noticed it.  A thread that polled a socket number read
- * earlier would then poll a number the next accept() reuses (a control
- * client, an NBD client) and pin that socket open.  The loop asks libnbd
- * whether the connection is dead or closed before every poll and never polls
- * the socket once it is: a dead connection fails everything queued or in
- * flight, later submits fail at once, and the loop sleeps on the eventfd.
+ * Why the loop polls its own descriptor: when the server goes away, libnbd
+ * closes its socket inside whatever call noticed it, now on any thread.  A
+ * thread polling that socket number would then poll a number the next
+ * accept() reuses (a control client, an NBD client) and pin that socket
+ * open (the old CLI hang).  The loop polls a duplicate made at open, which
+ * nobody else closes; after every libnbd call the caller asks libnbd (under
+ * call_lock) whether the connection is dead or closed and, if it is, wakes
+ * the loop, which then fails everything queued, closes the duplicate and
+ * never polls the socket again; later submits fail at once.
  *
  * libnbd runs completion callbacks with the handle locked, so the callback
- * only moves the command to a completed list; the loop delivers done() after
- * libnbd returns, where done() may start more I/O on any component (on this
- * one it is queued and picked up before the loop polls again).
+ * only moves the command to a completed list (under call_lock, which every
+ * caller of libnbd holds); the loop delivers done() with no lock held, where
+ * done() may start more I/O on any component (on this one it is queued and
+ * issued before the loop polls again).
  *
- * abort() (any thread) sets a flag and wakes the loop, which shuts the
- * socket down (shutdown(2) on the descriptor libnbd owns, done only by the
- * loop while libnbd still holds it open): libnbd then sees the connection
- * end and fails what is in flight, reported as -ECONNABORTED.
+ * abort() (any thread) sets a flag and wakes the loop, which shuts its
+ * duplicate of the socket down (shutdown(2) ends the connection for libnbd
+ * too): libnbd then sees the connection end and fails what is in flight,
+ * reported as -ECONNABORTED.
  *
  * What the export cannot do is emulated: no FUA means write then flush; no
  * WRITE_ZEROES means writing zeros from one shared read-only zero mapping.
  * TRIM is zeroing that may unmap (so every copy reads zeros after it).
  * Zeroing is sent in pieces the export accepts: at most 32 MiB (or the
  * export's maximum block size) for written zeros, the maximum block size
- * (when advertised) for native ones; the pieces go one after another.
+ * (when advertised) for native ones; the pieces go one after another (the
+ * loop sends the next piece, and the flush of an emulated FUA).
  * Connecting and the clean disconnect at close have deadlines.
  *
  * extent() asks block status in the "base:allocation" context (requested at
@@ -42,6 +51,7 @@
  * zeros.  An export without the context answers "all data".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libnbd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -84,8 +94,9 @@ struct nbd_cmd {
 
 struct nbd_backend {
 	struct bm_backend base;
-	struct nbd_handle *h;   /* only the loop thread calls libnbd after open */
-	int fd;                 /* libnbd's socket; used only while it is live */
+	struct nbd_handle *h;   /* called only under call_lock after open */
+	int poll_fd;            /* loop only: our duplicate of libnbd's socket,
+	                           closed once the connection is over */
 	int wake_fd;
 	pthread_t loop;
 	bool can_fua, can_zero, can_flush;
@@ -98,15 +109,21 @@ struct nbd_backend {
 	bool stopping, aborted;
 	bool dead_locked;       /* submits fail from now on */
 	unsigned inflight;      /* accepted and not yet delivered */
-	atomic_bool sleeping;   /* the loop looked at the queue (under lock,
-	                           after setting this) and is going to poll */
+	atomic_bool sleeping;   /* the loop is going to poll: it looks at the
+	                           queue and libnbd's state after setting this */
+
+	/* Held across every libnbd call after open (by the loop or a
+	 * submitter), never across a poll or a done() callback; submitters
+	 * only try to take it.  Protects the fields down to over_reason. */
+	pthread_mutex_t call_lock;
+	struct nbd_cmd *done_head; /* completed, not yet seen by the loop */
+	bool over;              /* libnbd reported the connection dead/closed */
+	char over_reason[256];  /* libnbd's error, from the call that saw it */
 
 	atomic_bool dead;       /* for check(): reason is set before */
 	char dead_reason[256];
 
 	/* loop thread only */
-	struct nbd_cmd *done_head;
-	bool requeued;          /* a done() callback queued on this backend */
 	bool shut;              /* abort: the socket was shut down */
 };
 
@@ -151,7 +168,8 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Completes c with result on the loop thread (it goes to the done list). */
+/* Completes c with result: it goes to the done list, which the loop takes
+ * (call_lock held: every libnbd call, hence every callback, holds it). */
 static void complete(struct nbd_cmd *c, int result)
 {
 	struct nbd_backend *nb = c->nb;
@@ -161,8 +179,9 @@ static void complete(struct nbd_cmd *c, int result)
 	nb->done_head = c;
 }
 
-/* libnbd completion callback: runs on the loop thread (the only caller of
- * libnbd) with the handle locked. */
+/* libnbd completion callback: runs inside a libnbd call (on the loop, or on
+ * a submitter whose call found the connection dead) with the handle locked
+ * and call_lock held. */
 static int on_complete(void *user_data, int *error)
 {
 	struct nbd_cmd *c = user_data;
@@ -180,7 +199,7 @@ static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 	return (max && left > max) ? max : left;
 }
 
-/* libnbd extent callback (loop thread): the first extent answers. */
+/* libnbd extent callback (call_lock held): the first extent answers. */
 static int on_extent(void *user_data, const char *metacontext,
                      uint64_t offset, uint32_t *entries, size_t nr_entries,
                      int *error)
@@ -283,100 +302,185 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 	}
 }
 
-/* A completed command may have more to send: the next zero piece, or the
- * flush of an emulated FUA.  Returns true when it was sent again. */
-static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
+/* call_lock held, after a libnbd call: whether the connection is over;
+ * the first caller to see it keeps libnbd's reason (libnbd's error is per
+ * thread, and the call that ended the connection set it on this one). */
+static bool check_over_locked(struct nbd_backend *nb)
 {
-	if (c->result != 0 || c->xr)
-		return false;
-	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
-		c->done_bytes += c->piece;
-		if (c->done_bytes < c->r->length) {
-			issue(nb, c);
-			return true;
-		}
+	if (!nb->over && (nbd_aio_is_dead(nb->h) == 1 ||
+	                  nbd_aio_is_closed(nb->h) == 1)) {
+		const char *why = nbd_get_error();
+		nb->over = true;
+		snprintf(nb->over_reason, sizeof(nb->over_reason), "%s",
+		         why ? why : "");
 	}
-	if (c->then_flush) {
-		c->then_flush = false;
-		c->op = BM_BOP_FLUSH;
-		issue(nb, c);
-		return true;
-	}
-	return false;
+	return nb->over;
 }
 
-/* Delivers done() for completed commands, outside any libnbd call; a
- * command with more to send goes back to libnbd instead. */
-static void deliver(struct nbd_backend *nb)
+static bool queue_empty(struct nbd_backend *nb)
 {
-	while (nb->done_head) {
-		struct nbd_cmd *list = nb->done_head, *finished = NULL, *last = NULL;
-		unsigned n = 0;
-		bool aborted;
+	bool empty;
 
-		nb->done_head = NULL;
-		pthread_mutex_lock(&nb->lock);
-		aborted = nb->aborted;
-		pthread_mutex_unlock(&nb->lock);
-		while (list) {
-			struct nbd_cmd *c = list;
-			list = c->next;
-			if (continue_cmd(nb, c))
-				continue;
-			if (c->result < 0 && aborted)
-				c->result = -ECONNABORTED;
-			c->next = finished;
-			finished = c;
-			if (!last)
-				last = c;
-			n++;
-		}
-		for (struct nbd_cmd *c = finished; c; c = c->next) {
-			if (c->xr) {
-				if (c->result < 0 || !c->xr_answered) {
-					c->xr->run = c->xr->length;
-					c->xr->zero = false;
-				}
-				c->xr->done(c->xr, c->result);
-			} else {
-				c->r->done(c->r, c->result);
-			}
-		}
-		if (n) {
-			pthread_mutex_lock(&nb->lock);
-			last->next = nb->free_list;
-			nb->free_list = finished;
-			nb->inflight -= n;
-			pthread_mutex_unlock(&nb->lock);
-		}
-	}
+	pthread_mutex_lock(&nb->lock);
+	empty = nb->queue_head == NULL;
+	pthread_mutex_unlock(&nb->lock);
+	return empty;
 }
 
-/* The connection is over: nothing more will be issued; what is queued fails
- * (libnbd has already failed what it held). */
-static void mark_dead(struct nbd_backend *nb, const char *why)
+/* call_lock held: issues what is queued, in order; once the connection is
+ * over, fails it instead.  (What is queued meanwhile is seen by the
+ * holder after it lets go of call_lock.) */
+static void issue_queued_locked(struct nbd_backend *nb)
 {
 	struct nbd_cmd *q;
-	int err;
 
-	snprintf(nb->dead_reason, sizeof(nb->dead_reason), "%s", why);
-	atomic_store(&nb->dead, true);
 	pthread_mutex_lock(&nb->lock);
-	nb->dead_locked = true;
-	err = nb->aborted ? -ECONNABORTED : -ENOTCONN;
 	q = nb->queue_head;
 	nb->queue_head = nb->queue_tail = NULL;
 	pthread_mutex_unlock(&nb->lock);
 	while (q) {
 		struct nbd_cmd *c = q;
 		q = c->next;
-		complete(c, err);
+		if (check_over_locked(nb))
+			complete(c, -ENOTCONN);
+		else
+			issue(nb, c);
 	}
+	check_over_locked(nb);
 }
 
-static bool handle_over(struct nbd_backend *nb)
+/* A completed command may have more to send: the next zero piece, or the
+ * flush of an emulated FUA.  Returns true when it was sent again
+ * (call_lock held). */
+static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
 {
-	return nbd_aio_is_dead(nb->h) == 1 || nbd_aio_is_closed(nb->h) == 1;
+	bool more = false;
+
+	if (c->result != 0 || c->xr)
+		return false;
+	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
+		c->done_bytes += c->piece;
+		more = c->done_bytes < c->r->length;
+	}
+	if (!more && c->then_flush) {
+		c->then_flush = false;
+		c->op = BM_BOP_FLUSH;
+		more = true;
+	}
+	if (!more)
+		return false;
+	if (check_over_locked(nb)) { /* the rest cannot be sent: it failed */
+		c->result = -ENOTCONN;
+		return false;
+	}
+	issue(nb, c);
+	return true;
+}
+
+/* call_lock held: takes the done list; a command with more to send goes
+ * back to libnbd, the others are returned, last one in *lastp, count in
+ * *np, to be delivered without the lock. */
+static struct nbd_cmd *take_finished_locked(struct nbd_backend *nb,
+                                            struct nbd_cmd **lastp,
+                                            unsigned *np)
+{
+	struct nbd_cmd *list = nb->done_head, *finished = NULL, *last = NULL;
+	unsigned n = 0;
+	bool aborted;
+
+	nb->done_head = NULL;
+	if (!list)
+		return NULL;
+	pthread_mutex_lock(&nb->lock);
+	aborted = nb->aborted;
+	pthread_mutex_unlock(&nb->lock);
+	while (list) {
+		struct nbd_cmd *c = list;
+		list = c->next;
+		if (continue_cmd(nb, c))
+			continue;
+		if (c->result < 0 && aborted)
+			c->result = -ECONNABORTED;
+		c->next = finished;
+		finished = c;
+		if (!last)
+			last = c;
+		n++;
+	}
+	check_over_locked(nb);
+	*lastp = last;
+	*np = n;
+	return finished;
+}
+
+/* Delivers done() for finished commands (loop thread, no lock held). */
+static void deliver(struct nbd_backend *nb, struct nbd_cmd *finished,
+                    struct nbd_cmd *last, unsigned n)
+{
+	for (struct nbd_cmd *c = finished; c; c = c->next) {
+		if (c->xr) {
+			if (c->result < 0 || !c->xr_answered) {
+				c->xr->run = c->xr->length;
+				c->xr->zero = false;
+			}
+			c->xr->done(c->xr, c->result);
+		} else {
+			c->r->done(c->r, c->result);
+		}
+	}
+	pthread_mutex_lock(&nb->lock);
+	last->next = nb->free_list;
+	nb->free_list = finished;
+	nb->inflight -= n;
+	pthread_mutex_unlock(&nb->lock);
+}
+
+/* The connection is over (call_lock held, loop thread): nothing more will
+ * be issued; what is queued fails (libnbd has already failed what it
+ * held), and the loop's descriptor is closed: it is never polled again. */
+static void mark_dead(struct nbd_backend *nb)
+{
+	struct nbd_cmd *q;
+
+	snprintf(nb->dead_reason, sizeof(nb->dead_reason), "%s",
+	         nb->shut ? "the connection was aborted"
+	         : nb->over_reason[0] ? nb->over_reason
+	                              : "the server closed the connection");
+	atomic_store(&nb->dead, true);
+	pthread_mutex_lock(&nb->lock);
+	nb->dead_locked = true;
+	q = nb->queue_head;
+	nb->queue_head = nb->queue_tail = NULL;
+	pthread_mutex_unlock(&nb->lock);
+	while (q) {
+		struct nbd_cmd *c = q;
+		q = c->next;
+		complete(c, -ENOTCONN); /* -ECONNABORTED after abort (deliver) */
+	}
+	close(nb->poll_fd);
+	nb->poll_fd = -1;
+}
+
+/* Gives the connection up when the loop cannot wait (poll failed: never
+ * seen): libnbd sees its end at once rather than the loop spinning. */
+static void give_up(struct nbd_backend *nb, unsigned dir)
+{
+	pthread_mutex_lock(&nb->lock);
+	nb->aborted = true;
+	pthread_mutex_unlock(&nb->lock);
+	if (!nb->shut) {
+		shutdown(nb->poll_fd, SHUT_RDWR);
+		nb->shut = true;
+	}
+	pthread_mutex_lock(&nb->call_lock);
+	if (!check_over_locked(nb)) {
+		if (dir & LIBNBD_AIO_DIRECTION_READ)
+			nbd_aio_notify_read(nb->h);
+		else
+			nbd_aio_notify_write(nb->h);
+		check_over_locked(nb);
+	}
+	pthread_mutex_unlock(&nb->call_lock);
 }
 
 static void *loop_main(void *arg)
@@ -386,56 +490,56 @@ static void *loop_main(void *arg)
 
 	in_loop = nb;
 	for (;;) {
-		struct nbd_cmd *q;
-		bool stop, abort_now;
+		struct nbd_cmd *finished, *last = NULL;
+		unsigned n = 0, dir;
+		bool stop, abort_now, busy;
 
-		if (!dead && handle_over(nb)) {
+		pthread_mutex_lock(&nb->call_lock);
+		if (!dead && check_over_locked(nb)) {
 			/* libnbd has failed what it held and closed its socket */
-			const char *why = nb->shut ? "the connection was aborted"
-			                           : nbd_get_error();
-			mark_dead(nb, why && *why ? why
-			                          : "the server closed the connection");
+			mark_dead(nb);
 			dead = true;
 		}
 		pthread_mutex_lock(&nb->lock);
-		q = nb->queue_head;
-		nb->queue_head = nb->queue_tail = NULL;
 		stop = nb->stopping && nb->inflight == 0;
 		abort_now = nb->aborted;
 		pthread_mutex_unlock(&nb->lock);
-		if (stop)
+		if (stop) {
+			pthread_mutex_unlock(&nb->call_lock);
 			break;
-		while (q) { /* only while alive: mark_dead empties the queue */
-			struct nbd_cmd *c = q;
-			q = c->next;
-			issue(nb, c);
 		}
-		if (!dead && abort_now && !nb->shut && !handle_over(nb)) {
-			/* libnbd holds the socket open (not dead, and only this
-			 * thread calls it): ending it here is safe. */
-			shutdown(nb->fd, SHUT_RDWR);
+		issue_queued_locked(nb); /* only while alive: mark_dead empties it */
+		if (!dead && abort_now && !nb->shut) {
+			/* our own descriptor: nobody else closes it */
+			shutdown(nb->poll_fd, SHUT_RDWR);
 			nb->shut = true;
 		}
-		nb->requeued = false;
-		deliver(nb);
-		if (nb->requeued || (!dead && handle_over(nb)))
-			continue; /* issue what done() queued; fail out if dead */
+		finished = take_finished_locked(nb, &last, &n);
+		pthread_mutex_unlock(&nb->call_lock);
+		if (finished) {
+			deliver(nb, finished, last, n);
+			continue; /* issue what done() queued; see what changed */
+		}
 
-		/* From here a submitter wakes us; one that queued before we
-		 * looked (under the lock) is seen now. */
+		/* From here a submitter that changes what we must wait for
+		 * (libnbd wants to write, the connection is over, a command
+		 * completed) wakes us: it sees sleeping set, or we see its
+		 * change under call_lock below. */
 		atomic_store(&nb->sleeping, true);
-		pthread_mutex_lock(&nb->lock);
-		bool queued = nb->queue_head != NULL;
-		pthread_mutex_unlock(&nb->lock);
-		if (queued) {
+		pthread_mutex_lock(&nb->call_lock);
+		busy = nb->done_head != NULL || (!dead && check_over_locked(nb));
+		dir = dead ? 0 : nbd_aio_get_direction(nb->h);
+		pthread_mutex_unlock(&nb->call_lock);
+		/* A submitter that found call_lock taken (by us, just now) left
+		 * its command on the queue for us. */
+		if (busy || !queue_empty(nb)) {
 			atomic_store(&nb->sleeping, false);
 			continue;
 		}
 
-		unsigned dir = dead ? 0 : nbd_aio_get_direction(nb->h);
 		struct pollfd pfd[2] = {
 			{.fd = nb->wake_fd, .events = POLLIN},
-			{.fd = nb->fd,
+			{.fd = nb->poll_fd,
 			 .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
 			                   ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))},
 		};
@@ -444,21 +548,9 @@ static void *loop_main(void *arg)
 		int np = poll(pfd, (dead || dir == 0) ? 1 : 2, -1);
 		atomic_store(&nb->sleeping, false);
 		if (np < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || dead)
 				continue;
-			/* cannot wait (never seen): give the connection up and let
-			 * libnbd see its end now rather than spin */
-			pthread_mutex_lock(&nb->lock);
-			nb->aborted = true;
-			pthread_mutex_unlock(&nb->lock);
-			if (!dead && !nb->shut) {
-				shutdown(nb->fd, SHUT_RDWR);
-				nb->shut = true;
-			}
-			if (!dead && (dir & LIBNBD_AIO_DIRECTION_READ))
-				nbd_aio_notify_read(nb->h);
-			else if (!dead)
-				nbd_aio_notify_write(nb->h);
+			give_up(nb, dir);
 			continue;
 		}
 		if (pfd[0].revents & POLLIN) {
@@ -470,25 +562,56 @@ static void *loop_main(void *arg)
 		if (dead)
 			continue;
 		short ev = pfd[1].revents;
-		if ((ev & (POLLIN | POLLHUP | POLLERR)) &&
-		    (dir & LIBNBD_AIO_DIRECTION_READ))
+		bool can_read = (ev & (POLLIN | POLLHUP | POLLERR)) &&
+		                (dir & LIBNBD_AIO_DIRECTION_READ);
+		bool can_write = (ev & (POLLOUT | POLLHUP | POLLERR)) &&
+		                 (dir & LIBNBD_AIO_DIRECTION_WRITE);
+		if (!can_read && !can_write)
+			continue;
+		pthread_mutex_lock(&nb->call_lock);
+		/* dir may be stale (a submitter's call may have finished the
+		 * write libnbd waited for): notify only what it still asks */
+		if (can_read && !check_over_locked(nb) &&
+		    (nbd_aio_get_direction(nb->h) & LIBNBD_AIO_DIRECTION_READ))
 			nbd_aio_notify_read(nb->h);
-		if ((ev & (POLLOUT | POLLHUP | POLLERR)) &&
-		    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !handle_over(nb))
+		if (can_write && !check_over_locked(nb) &&
+		    (nbd_aio_get_direction(nb->h) & LIBNBD_AIO_DIRECTION_WRITE))
 			nbd_aio_notify_write(nb->h);
+		check_over_locked(nb);
+		pthread_mutex_unlock(&nb->call_lock);
 	}
 	return NULL;
 }
 
-/* Queues a request (r) or an allocation question (xr) for the loop. */
+/* A submitter (not this backend's loop) issues what is queued if no other
+ * thread is inside libnbd; if one is, that thread issues it after it lets
+ * go of call_lock (it looks at the queue then).  Wakes the loop only when
+ * it must look at the connection again. */
+static void submit_queued(struct nbd_backend *nb)
+{
+	bool must_look = false;
+
+	do { /* our command is on the queue, or already taken by another */
+		if (pthread_mutex_trylock(&nb->call_lock) != 0)
+			break;
+		issue_queued_locked(nb);
+		must_look = must_look || nb->done_head != NULL || nb->over ||
+		            (nbd_aio_get_direction(nb->h) &
+		             LIBNBD_AIO_DIRECTION_WRITE);
+		pthread_mutex_unlock(&nb->call_lock);
+	} while (!queue_empty(nb));
+	if (must_look && atomic_load(&nb->sleeping))
+		wake(nb); /* awake, it looks before it polls again */
+}
+
+/* Accepts a request (r) or an allocation question (xr) and issues it. */
 static int enqueue(struct nbd_backend *nb, struct bm_breq *r,
                    struct bm_extent_req *xr)
 {
 	struct nbd_cmd *c;
-	bool was_empty;
 
 	pthread_mutex_lock(&nb->lock);
-	if (nb->aborted || nb->dead_locked) {
+	if (nb->aborted || nb->dead_locked || nb->stopping) {
 		int err = nb->aborted ? -ECONNABORTED : -ENOTCONN;
 		pthread_mutex_unlock(&nb->lock);
 		return err;
@@ -505,18 +628,15 @@ static int enqueue(struct nbd_backend *nb, struct bm_breq *r,
 	}
 	*c = (struct nbd_cmd){.nb = nb, .r = r, .xr = xr,
 	                      .op = r ? r->op : BM_BOP_READ};
-	was_empty = nb->queue_head == NULL;
-	if (was_empty)
+	if (nb->queue_head == NULL)
 		nb->queue_head = c;
 	else
 		nb->queue_tail->next = c;
 	nb->queue_tail = c;
 	nb->inflight++;
 	pthread_mutex_unlock(&nb->lock);
-	if (in_loop == nb)
-		nb->requeued = true; /* the loop issues it before polling */
-	else if (was_empty && atomic_load(&nb->sleeping))
-		wake(nb); /* awake, it takes the queue before it polls */
+	if (in_loop != nb) /* the loop issues it before it polls again */
+		submit_queued(nb);
 	return 0;
 }
 
@@ -634,7 +754,10 @@ static void nbd_close_backend(struct bm_backend *be)
 	pthread_mutex_lock(&nb->lock);
 	clean = !nb->aborted;
 	pthread_mutex_unlock(&nb->lock);
-	clean = clean && !atomic_load(&nb->dead) && !handle_over(nb);
+	clean = clean && !atomic_load(&nb->dead) && !nb->over &&
+	        nbd_aio_is_dead(nb->h) != 1 && nbd_aio_is_closed(nb->h) != 1;
+	if (nb->poll_fd >= 0)
+		close(nb->poll_fd);
 	if (clean && nbd_aio_disconnect(nb->h, 0) == 0)
 		run_until(nb->h, nbd_aio_is_closed, DISCONNECT_TIMEOUT_MS);
 	nbd_close(nb->h);
@@ -645,6 +768,7 @@ static void nbd_close_backend(struct bm_backend *be)
 		free(c);
 	}
 	pthread_mutex_destroy(&nb->lock);
+	pthread_mutex_destroy(&nb->call_lock);
 	free(nb);
 }
 
@@ -734,15 +858,26 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;
-	nb->fd = nbd_aio_get_fd(nb->h);
+	int fd = nbd_aio_get_fd(nb->h);
+	nb->poll_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_init(&nb->lock, NULL);
-	if (nb->fd < 0 || nb->wake_fd < 0 ||
+	/* both are held for a few microseconds at most: spinning a little
+	 * before sleeping in the kernel saves a wake-up */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&nb->lock, &ma);
+	pthread_mutex_init(&nb->call_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (nb->poll_fd < 0 || nb->wake_fd < 0 ||
 	    pthread_create(&nb->loop, NULL, loop_main, nb) != 0) {
 		if (nb->wake_fd >= 0)
 			close(nb->wake_fd);
+		if (nb->poll_fd >= 0)
+			close(nb->poll_fd);
 		nbd_close(nb->h);
 		pthread_mutex_destroy(&nb->lock);
+		pthread_mutex_destroy(&nb->call_lock);
 		free(nb);
 		return bm_error(EAGAIN, "%s: cannot start the I/O thread", uri);
 	}
