@@ -826,6 +826,9 @@ static void chunk_done(struct bm_breq *br, int result)
 	uint64_t c_off = c->off, c_len = c->len;
 	unsigned c_epoch = c->epoch;
 
+	/* before c can be freed (and nchunks fall): bm_ra_destroy waits for
+	 * this call to end, not only for the chunk to be freed */
+	atomic_fetch_add(&ra->landing, 1);
 	bm_queue_leave(&comp->inflight, &comp->stats);
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
 	                 result);
@@ -877,6 +880,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	}
 	issue_all(m, issue);
 	finish_reads(m, done_list, fallback);
+	atomic_fetch_sub(&ra->landing, 1);
 }
 
 /* The stream this read belongs to, or a slot for a new one (lock held). */
@@ -1075,7 +1079,8 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 		        (unsigned long long)m->ra.pool.maps,
 		        (double)m->ra.pool.peak / 1048576.0);
 	}
-	while (atomic_load(&m->ra.nchunks) > 0) {
+	while (atomic_load(&m->ra.nchunks) > 0 ||
+	       atomic_load(&m->ra.landing) > 0) {
 		if (timeout_ms >= 0 && bm_now_ms() >= end)
 			return false;
 		usleep(1000); /* chunks land within io-timeout; rare */

@@ -62,6 +62,7 @@ struct bm_readahead {
 	struct bm_bufpool pool;  /* chunk buffers, kept warm (peak rule) */
 	atomic_bool closed;      /* bm_ra_destroy began: bm_ra_tick stays out */
 	atomic_int ticking;      /* bm_ra_tick calls under way */
+	atomic_int landing;      /* chunk_done calls under way */
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
 };

@@ -327,17 +327,29 @@ static bool queue_empty(struct nbd_backend *nb)
 	return empty;
 }
 
+/* Empties the queue and returns what was on it, in order; with dead, later
+ * submits fail at once (set in the same critical section, so that nothing
+ * is queued after the last look). */
+static struct nbd_cmd *take_queue(struct nbd_backend *nb, bool dead)
+{
+	struct nbd_cmd *q;
+
+	pthread_mutex_lock(&nb->lock);
+	if (dead)
+		nb->dead_locked = true;
+	q = nb->queue_head;
+	nb->queue_head = nb->queue_tail = NULL;
+	pthread_mutex_unlock(&nb->lock);
+	return q;
+}
+
 /* call_lock held: issues what is queued, in order; once the connection is
  * over, fails it instead.  (What is queued meanwhile is seen by the
  * holder after it lets go of call_lock.) */
 static void issue_queued_locked(struct nbd_backend *nb)
 {
-	struct nbd_cmd *q;
+	struct nbd_cmd *q = take_queue(nb, false);
 
-	pthread_mutex_lock(&nb->lock);
-	q = nb->queue_head;
-	nb->queue_head = nb->queue_tail = NULL;
-	pthread_mutex_unlock(&nb->lock);
 	while (q) {
 		struct nbd_cmd *c = q;
 		q = c->next;
@@ -447,11 +459,7 @@ static void mark_dead(struct nbd_backend *nb)
 	         : nb->over_reason[0] ? nb->over_reason
 	                              : "the server closed the connection");
 	atomic_store(&nb->dead, true);
-	pthread_mutex_lock(&nb->lock);
-	nb->dead_locked = true;
-	q = nb->queue_head;
-	nb->queue_head = nb->queue_tail = NULL;
-	pthread_mutex_unlock(&nb->lock);
+	q = take_queue(nb, true);
 	while (q) {
 		struct nbd_cmd *c = q;
 		q = c->next;
