@@ -149,7 +149,11 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 		                "%08x): the label is damaged", want, crc);
 	if (memchr(buf + OFF_NAME, '\0', BM_NAME_MAX + 1) == NULL)
 		return bm_error(EINVAL, "label mirror name is not terminated");
-	memcpy(l->name, buf + OFF_NAME, BM_NAME_MAX + 1);
+	/* up to the terminator only: bytes after it (never written by
+	 * encode) would make the same label decode to different structs */
+	memset(l->name, 0, sizeof(l->name));
+	memcpy(l->name, buf + OFF_NAME,
+	       strnlen((const char *)buf + OFF_NAME, BM_NAME_MAX + 1));
 	if (!bm_name_valid(l->name))
 		return bm_error(EINVAL, "label mirror name is not valid");
 	l->mirror_id = bm_get64(buf, OFF_MIRROR_ID);
