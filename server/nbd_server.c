@@ -442,6 +442,21 @@ static int queue_push_locked(struct conn *c, bool *progress)
 	return 1;
 }
 
+/* send_lock held, queue not empty, no sender: sends as the sole sender
+ * (send_lock is dropped around sendmsg); a connection whose socket failed
+ * is killed and its queue dropped.  What queue_push_locked returns. */
+static int push_as_sender_locked(struct conn *c, bool *progress)
+{
+	c->sending = true;
+	int rc = queue_push_locked(c, progress);
+	c->sending = false;
+	if (rc < 0) {
+		conn_kill_locked(c);
+		queue_drop_locked(c);
+	}
+	return rc;
+}
+
 /* Appends a list of finished replies (first..last) to the queue; when the
  * queue was empty, no one is sending it: this thread becomes the sender
  * and sends it now, without blocking.  What the socket does not take is
@@ -467,13 +482,8 @@ static void replies_send_locked(struct conn *c, struct nreq *first,
 	}
 	c->q_head = first;
 	c->q_tail = last;
-	c->sending = true;
-	int rc = queue_push_locked(c, &progress);
-	c->sending = false;
-	if (rc < 0) {
-		conn_kill_locked(c);
-		queue_drop_locked(c);
-	} else if (rc == 0) {
+	int rc = push_as_sender_locked(c, &progress);
+	if (rc == 0) {
 		c->last_progress_ns = now_ns(); /* the writer times it from now */
 	}
 	if (c->q_head || (c->reader_done && atomic_load(&c->pending) == 0))
@@ -547,16 +557,9 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		bool progress = false;
-		c->sending = true;
-		int rc = queue_push_locked(c, &progress);
-		c->sending = false;
-		if (rc < 0) {
-			conn_kill_locked(c);
-			queue_drop_locked(c);
-			continue;
-		}
-		if (rc == 1)
-			continue;
+		int rc = push_as_sender_locked(c, &progress);
+		if (rc != 0)
+			continue; /* sent all (1), or the connection ended (< 0) */
 		uint64_t now = now_ns();
 		if (progress) {
 			c->last_progress_ns = now;
