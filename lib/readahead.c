@@ -88,6 +88,8 @@
 #define RA_MIN_HITS 2
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
+#define RA_STALE_MS 50            /* a stream not read for this long gives
+                                     its memory to one that reads */
 #define RA_CHUNK_MIN (512u << 10)
 #define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
 #define RA_CHUNK_START_ROTATIONAL (4u << 20)
@@ -317,12 +319,43 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 }
 
 /* How many streams read ahead (lock held). */
+/* A stream that reads ahead and was read lately (or has a read waiting):
+ * one that stopped (a dd that ended, a client that moved elsewhere) no
+ * longer shares the cap with those that read (lock held). */
+static bool stream_live(const struct ra_stream *s, long long now)
+{
+	return s->used && s->hits >= RA_MIN_HITS &&
+	       (s->waiting || now - s->last_ms <= RA_STALE_MS);
+}
+
 static int streams_reading(struct bm_mirror *m)
 {
+	long long now = bm_now_ms();
 	int n = 0;
 	for (int i = 0; i < BM_RA_STREAMS; i++)
-		n += m->ra.streams[i].used && m->ra.streams[i].hits >= RA_MIN_HITS;
+		n += stream_live(&m->ra.streams[i], now);
 	return n;
+}
+
+/* Drops the chunks of every other stream not read for RA_STALE_MS, so
+ * that the stream that reads gets the memory; true if any were dropped.
+ * Without this, a dd run again from the start read at the speed of one
+ * disk for a second: the first run's read-ahead held the cap until it
+ * went idle (lock held). */
+static bool drop_stale(struct bm_mirror *m, struct ra_stream *keep)
+{
+	long long now = bm_now_ms();
+	bool dropped = false;
+
+	for (int i = 0; i < BM_RA_STREAMS; i++) {
+		struct ra_stream *s = &m->ra.streams[i];
+		if (s == keep || !s->used || !s->head || s->waiting ||
+		    now - s->last_ms <= RA_STALE_MS)
+			continue;
+		truncate_from(&m->ra, s, s->head);
+		dropped = true;
+	}
+	return dropped;
 }
 
 /* The largest chunk for a component.  The memory cap: every readable
@@ -484,14 +517,24 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 		target = m->size;
 	if (beyond > m->size)
 		beyond = m->size;
+	bool reclaimed = false;
+
 	while (s->ra_end < target) {
 		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
-		if (comp < 0 || !add_chunk(m, s, comp, issue))
+		if (comp < 0)
+			return;
+		if (!add_chunk(m, s, comp, issue) &&
+		    (reclaimed || !(reclaimed = drop_stale(m, s)) ||
+		     !add_chunk(m, s, comp, issue)))
 			return;
 	}
 	while (s->ra_end < beyond) {
 		int comp = idle_comp(m);
-		if (comp < 0 || !add_chunk(m, s, comp, issue))
+		if (comp < 0)
+			return;
+		if (!add_chunk(m, s, comp, issue) &&
+		    (reclaimed || !(reclaimed = drop_stale(m, s)) ||
+		     !add_chunk(m, s, comp, issue)))
 			return;
 	}
 }
