@@ -19,23 +19,10 @@
  * directly (mmap), so that a released buffer goes back to the system
  * instead of fragmenting malloc's arenas.
  *
- * How much is kept idle: two rules.
- *  - The server's request buffers (bm_buf_get, one pool for the process):
- *    at most BM_BUFPOOL_IDLE_MAX bytes over all classes; the rest goes
- *    back to the system at once.
- *  - The peak rule (a struct bm_bufpool of its own: the read-ahead's
- *    chunks, one per mirror): idle plus in use never exceeds the most
- *    that was in use since the pool was last trimmed, so reuse never
- *    raises the memory held above what the users needed at once anyway
- *    (the peak RSS stays where allocation per chunk left it), while a
- *    steady user never maps again.  A request of a class with no idle
- *    buffer takes one of the next class if the caller accepts that much
- *    (a chunk size that changed, or differs per component: a warm buffer
- *    at most twice the size beats fresh memory); else the pool maps a new
- *    one and gives back idle buffers, the smallest first, until idle plus
- *    in use is within the peak again.  The user trims the pool when it
- *    goes idle (bm_bufpool_trim: every idle buffer back to the system).
- *    A request above BM_MAX_IO is mapped for itself and never kept.
+ * How much is kept idle: at most BM_BUFPOOL_IDLE_MAX bytes over all
+ * classes; the rest goes back to the system at once.  A request above
+ * BM_MAX_IO is mapped for itself and never kept.  (The read-ahead's
+ * chunks have memory of their own: chunkmem.c.)
  *
  * One mutex per pool, held for a list push or pop: a few tens of thousands
  * of operations a second at most.  Under AddressSanitizer an idle buffer
@@ -64,8 +51,15 @@
 #define MAP_SHIFT 17                 /* 128 KiB and up: mmap */
 #define NCLASS (MAX_SHIFT - MIN_SHIFT + 1)
 
+struct bm_bufpool {
+	pthread_mutex_t lock;
+	void *free_list[NCLASS];
+	uint64_t idle_bytes;     /* kept for reuse */
+	uint64_t in_use;         /* handed out (capacities), not given back */
+	uint64_t idle_max;       /* kept idle at most */
+};
+
 _Static_assert((1u << MAX_SHIFT) >= BM_MAX_IO, "a class for every request");
-_Static_assert(NCLASS == BM_BUFPOOL_CLASSES, "bufpool.h's class count");
 
 struct idle {
 	struct idle *next;
@@ -136,84 +130,31 @@ static void push_idle(struct bm_bufpool *p, void *buf, int k)
 	p->idle_bytes += size;
 }
 
-/* Moves idle buffers, the smallest first, to out[class] until idle plus
- * in use is at most `keep` (lock held); release_shed frees them after. */
-static void shed_idle(struct bm_bufpool *p, uint64_t keep,
-                      struct idle *out[NCLASS])
-{
-	for (int k = 0; k < NCLASS; k++) {
-		while (p->free_list[k] && p->in_use + p->idle_bytes > keep) {
-			struct idle *b = pop_idle(p, k);
-			b->next = out[k];
-			out[k] = b;
-		}
-	}
-}
-
-static void release_shed(struct idle *out[NCLASS])
-{
-	for (int k = 0; k < NCLASS; k++)
-		while (out[k]) {
-			struct idle *b = out[k];
-			out[k] = b->next;
-			/* a later mapping may get the same addresses */
-			UNPOISON(b, class_size(k));
-			system_release(b, class_size(k));
-		}
-}
-
-static void count_in_use(struct bm_bufpool *p, size_t size)
-{
-	p->in_use += size;
-	if (p->in_use > p->peak)
-		p->peak = p->in_use;
-}
-
-void bm_bufpool_init(struct bm_bufpool *p)
-{
-	memset(p, 0, sizeof(*p));
-	pthread_mutex_init(&p->lock, NULL);
-}
-
-void *bm_bufpool_get(struct bm_bufpool *p, size_t len, size_t max_cap,
-                     size_t *cap)
+/* A buffer of len's class from pool p: an idle one (the warmest) or a
+ * fresh one; *cap gets its capacity.  Above every class: a mapping of its
+ * own, never kept.  NULL: no memory. */
+static void *pool_get(struct bm_bufpool *p, size_t len, size_t *cap)
 {
 	int k = class_of(len ? len : 1);
-	struct idle *shed[NCLASS] = {0};
 	size_t size;
 	void *b;
 
-	if (k < 0) { /* above every class: a mapping of its own, never kept */
+	if (k < 0) {
 		size = (len + 4095) & ~(size_t)4095;
 		b = system_alloc(size);
-		if (!b)
-			return NULL;
-		pthread_mutex_lock(&p->lock);
-		count_in_use(p, size);
-		p->maps++;
-		pthread_mutex_unlock(&p->lock);
 		*cap = size;
 		return b;
 	}
 	size = class_size(k);
 	pthread_mutex_lock(&p->lock);
 	b = pop_idle(p, k);
-	if (!b && k + 1 < NCLASS && class_size(k + 1) <= max_cap &&
-	    (b = pop_idle(p, k + 1)))
-		size = class_size(k + 1);
-	count_in_use(p, size);
-	if (!b) {
-		p->maps++;
-		if (!p->idle_max)
-			shed_idle(p, p->peak, shed);
-	}
+	p->in_use += size;
 	pthread_mutex_unlock(&p->lock);
 	if (b) {
 		UNPOISON(b, size);
 		*cap = size;
 		return b;
 	}
-	release_shed(shed);
 	b = system_alloc(size);
 	if (!b) {
 		pthread_mutex_lock(&p->lock);
@@ -225,41 +166,28 @@ void *bm_bufpool_get(struct bm_bufpool *p, size_t len, size_t max_cap,
 	return b;
 }
 
-void bm_bufpool_put(struct bm_bufpool *p, void *buf, size_t cap)
+/* Gives back a buffer from pool_get with the capacity it reported: kept
+ * idle while the pool's idle bytes stay within idle_max. */
+static void pool_put(struct bm_bufpool *p, void *buf, size_t cap)
 {
 	int k = class_of(cap ? cap : 1);
 	bool kept = false;
 
 	if (!buf)
 		return;
+	if (k < 0 || class_size(k) != cap) {
+		system_release(buf, cap);
+		return;
+	}
 	pthread_mutex_lock(&p->lock);
 	p->in_use -= cap;
-	if (k >= 0 && class_size(k) == cap &&
-	    (p->idle_max ? p->idle_bytes + cap <= p->idle_max
-	                 : p->in_use + p->idle_bytes + cap <= p->peak)) {
+	if (p->idle_bytes + cap <= p->idle_max) {
 		push_idle(p, buf, k);
 		kept = true;
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!kept)
 		system_release(buf, cap);
-}
-
-void bm_bufpool_trim(struct bm_bufpool *p)
-{
-	struct idle *shed[NCLASS] = {0};
-
-	pthread_mutex_lock(&p->lock);
-	shed_idle(p, 0, shed);
-	p->peak = p->in_use;
-	pthread_mutex_unlock(&p->lock);
-	release_shed(shed);
-}
-
-void bm_bufpool_destroy(struct bm_bufpool *p)
-{
-	bm_bufpool_trim(p);
-	pthread_mutex_destroy(&p->lock);
 }
 
 /* ---- the server's request buffers ---------------------------------- */
@@ -277,7 +205,7 @@ void *bm_buf_get(size_t len)
 
 	if (class_of(len ? len : 1) < 0)
 		return NULL;
-	return bm_bufpool_get(&server_pool, len, 0, &cap);
+	return pool_get(&server_pool, len, &cap);
 }
 
 void bm_buf_put(void *buf, size_t len)
@@ -285,7 +213,7 @@ void bm_buf_put(void *buf, size_t len)
 	size_t cap = bm_buf_capacity(len);
 
 	if (buf && cap)
-		bm_bufpool_put(&server_pool, buf, cap);
+		pool_put(&server_pool, buf, cap);
 }
 
 uint64_t bm_bufpool_idle_bytes(void)

@@ -40,15 +40,18 @@
  * counted, ties rotated; on a rotating component a read next to its head
  * position counts one request less).
  *
- * Memory.  Chunk buffers come from the mirror's pool (bufpool.c, the peak
- * rule): a freed chunk's buffer is kept warm for the next chunk, a larger
- * one serves a smaller chunk (sizes differ per component and change while
- * they climb), and what is kept idle plus what is in use never exceeds
- * the most that was in use at once, which the cap bounds (counted in
- * buffer capacities).  So a steady stream maps nothing (fresh pages cost
- * a page fault and a clear each: half the server's CPU on a fast stream)
- * and the peak RSS is what allocation per chunk gave.  The idle buffers
- * go back to the system once no stream has chunks (bm_ra_tick).
+ * Memory.  Chunk buffers come from the mirror's chunk memory
+ * (chunkmem.c): a freed chunk's buffer is kept warm for the next chunk of
+ * any size (sizes differ per component and change while they climb: a
+ * chunk that doubles touches only the difference), and the cap counts
+ * how far each buffer in use has been touched, so resident memory stays
+ * within the cap.  A steady stream maps and touches nothing new (fresh
+ * pages cost a fault and a clear each: half the server's CPU on a fast
+ * stream).  A second after the last chunk the idle buffers are given to
+ * the kernel lazily (MADV_FREE: still there for the next stream unless
+ * the system needed the memory); after RA_RELEASE_MS they are unmapped.
+ * A stream not read for RA_STALE_MS gives its chunks up when another
+ * needs the memory (drop_stale).
  *
  * Chunk size (per component), by measurement alone.  A chunk costs
  * positioning plus bytes over bandwidth; on a rotating disk the
@@ -88,6 +91,7 @@
 #define RA_MIN_HITS 2
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
+#define RA_RELEASE_MS 30000       /* idle chunk memory is unmapped */
 #define RA_STALE_MS 50            /* a stream not read for this long gives
                                      its memory to one that reads */
 #define RA_CHUNK_MIN (512u << 10)
@@ -105,7 +109,8 @@ struct ra_chunk {
 	struct ra_stream *s;     /* NULL once dropped */
 	uint64_t off;
 	uint32_t len;
-	size_t cap;              /* its buffer's capacity (>= len) */
+	struct bm_chunkbuf *mem; /* its buffer (buf is mem->base) */
+	size_t charge;           /* counted in ra->bytes: mem's touched bytes */
 	int state;
 	int comp;
 	bool idle_start;         /* its component had nothing else in flight */
@@ -131,32 +136,29 @@ void bm_ra_init(struct bm_mirror *m)
 	struct bm_readahead *ra = &m->ra;
 
 	pthread_mutex_init(&ra->lock, NULL);
-	bm_bufpool_init(&ra->pool);
+	bm_chunkmem_init(&ra->mem);
 	if (!ra->cap)
 		ra->cap = BM_RA_DEFAULT_CAP;
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 		ra->comp[i].chunk = 0; /* chosen at the first chunk: chunk_size() */
 }
 
-/* A buffer for a chunk of len bytes, from the read-ahead's pool (lock
- * held): a warm one if one fits, up to twice len while that stays within
- * the cap (chunk sizes differ per component and change while they climb);
- * NULL: no memory. */
-static void *buf_get(struct bm_readahead *ra, uint32_t len, size_t *cap)
+/* A buffer for a chunk of len bytes from the read-ahead's memory (lock
+ * held): warm if one is idle (chunkmem.c); NULL: no memory. */
+static struct bm_chunkbuf *buf_get(struct bm_readahead *ra, uint32_t len)
 {
-	uint64_t room = ra->cap > ra->bytes ? ra->cap - ra->bytes : 0;
-	void *b = bm_bufpool_get(&ra->pool, len, room, cap);
+	struct bm_chunkbuf *b = bm_chunkmem_get(&ra->mem, len, ra->cap);
 
 	if (b)
-		ra->bytes += *cap;
+		ra->bytes += b->touched;
 	return b;
 }
 
 static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 {
-	ra->bytes -= c->cap;
+	ra->bytes -= c->charge;
 	atomic_fetch_sub(&ra->nchunks, 1);
-	bm_bufpool_put(&ra->pool, c->buf, c->cap);
+	bm_chunkmem_put(&ra->mem, c->mem, ra->cap);
 	free(c);
 }
 
@@ -451,10 +453,12 @@ static bool add_chunk(struct bm_mirror *m, struct ra_stream *s, int comp,
 	if (ra->bytes + len > ra->cap)
 		return false;
 	struct ra_chunk *c = calloc(1, sizeof(*c));
-	if (!c || !(c->buf = buf_get(ra, len, &c->cap))) {
+	if (!c || !(c->mem = buf_get(ra, len))) {
 		free(c);
 		return false;
 	}
+	c->buf = c->mem->base;
+	c->charge = c->mem->touched;
 	c->m = m;
 	c->s = s;
 	c->off = s->ra_end;
@@ -806,10 +810,12 @@ static void steal_late(struct bm_mirror *m, struct ra_stream *s,
 	                         (double)(t_own - now) * RA_STEAL_GAIN)
 		return;
 	struct ra_chunk *n = calloc(1, sizeof(*n));
-	if (!n || !(n->buf = buf_get(ra, c->len, &n->cap))) {
+	if (!n || !(n->mem = buf_get(ra, c->len))) {
 		free(n);
 		return;
 	}
+	n->buf = n->mem->base;
+	n->charge = n->mem->touched;
 	n->m = m;
 	n->s = s;
 	n->off = c->off;
@@ -1072,7 +1078,6 @@ void bm_ra_tick(struct bm_mirror *m)
 	struct bm_readahead *ra = &m->ra;
 	struct ra_wait *fallback = NULL;
 	long long now = bm_now_ms();
-	bool trim;
 
 	/* bm_ra_destroy runs while the event thread still ticks (its
 	 * watchdog ends chunks that hang): whichever comes second of the
@@ -1088,12 +1093,28 @@ void bm_ra_tick(struct bm_mirror *m)
 		if (s->used && now - s->last_ms > RA_IDLE_MS && !s->waiting)
 			stream_drop(ra, s, &fallback);
 	}
-	trim = atomic_load(&ra->nchunks) == 0;
+	/* Idle chunk memory: lazily given to the kernel after RA_IDLE_MS
+	 * without chunks (kept mapped: the next stream does not fault it in
+	 * again unless the kernel needed it), unmapped after RA_RELEASE_MS */
+	int trim = 0;
+	if (atomic_load(&ra->nchunks) > 0) {
+		ra->idle_since_ms = 0;
+		ra->soft_trimmed = false;
+	} else if (!ra->idle_since_ms) {
+		ra->idle_since_ms = now;
+	} else if (now - ra->idle_since_ms > RA_RELEASE_MS) {
+		trim = 2;
+	} else if (now - ra->idle_since_ms > RA_IDLE_MS && !ra->soft_trimmed) {
+		ra->soft_trimmed = true;
+		trim = 1;
+	}
 	pthread_mutex_unlock(&ra->lock);
-	/* (the pool has its own lock; a chunk taken meanwhile is counted in
-	 * the new peak) */
-	if (trim)
-		bm_bufpool_trim(&ra->pool);
+	/* (chunkmem has its own lock; a buffer taken meanwhile is not idle
+	 * and not touched) */
+	if (trim == 1)
+		bm_chunkmem_soft_trim(&ra->mem);
+	else if (trim == 2)
+		bm_chunkmem_trim(&ra->mem);
 	finish_reads(m, NULL, fallback);
 	atomic_fetch_sub(&ra->ticking, 1);
 }
@@ -1118,9 +1139,11 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 			        (unsigned long long)m->ra.comp[i].waits,
 			        (double)m->ra.comp[i].idle_ns / 1e6,
 			        (unsigned long long)m->ra.comp[i].steals);
-		fprintf(stderr, "ra: chunk buffers: %llu mapped, peak since last idle %.1f MiB\n",
-		        (unsigned long long)m->ra.pool.maps,
-		        (double)m->ra.pool.peak / 1048576.0);
+		fprintf(stderr, "ra: chunk buffers: %llu mapped, %.1f MiB touched "
+		        "fresh, %.1f MiB resident at most\n",
+		        (unsigned long long)m->ra.mem.maps,
+		        (double)m->ra.mem.fresh / 1048576.0,
+		        (double)m->ra.mem.peak / 1048576.0);
 	}
 	while (atomic_load(&m->ra.nchunks) > 0 ||
 	       atomic_load(&m->ra.landing) > 0) {
@@ -1131,7 +1154,7 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 	atomic_store(&m->ra.closed, true);
 	while (atomic_load(&m->ra.ticking) > 0)
 		usleep(1000);
-	bm_bufpool_destroy(&m->ra.pool);
+	bm_chunkmem_destroy(&m->ra.mem);
 	pthread_mutex_destroy(&m->ra.lock);
 	return true;
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "blkmirror.h"
-#include "bufpool.h"
+#include "chunkmem.h"
 
 #define BM_RA_STREAMS 8
 #define BM_RA_DEFAULT_CAP (64ull << 20)
@@ -56,10 +56,12 @@ struct bm_readahead {
 	struct ra_stream streams[BM_RA_STREAMS];
 	struct ra_comp comp[BM_MAX_COMPONENTS];
 	unsigned turn;           /* which stream extends first, rotating */
-	uint64_t bytes;          /* chunk memory in use (buffer capacities) */
+	uint64_t bytes;          /* chunk memory in use (their buffers' touched bytes) */
 	uint64_t cap;            /* at most this much */
 	atomic_int nchunks;      /* lock-free "is there anything to drop?" */
-	struct bm_bufpool pool;  /* chunk buffers, kept warm (peak rule) */
+	struct bm_chunkmem mem;  /* chunk buffers, kept warm (chunkmem.c) */
+	long long idle_since_ms; /* no chunk since (bm_ra_tick), or 0 */
+	bool soft_trimmed;       /* idle buffers given to the kernel lazily */
 	atomic_bool closed;      /* bm_ra_destroy began: bm_ra_tick stays out */
 	atomic_int ticking;      /* bm_ra_tick calls under way */
 	atomic_int landing;      /* chunk_done calls under way */

@@ -1,6 +1,5 @@
 /* The buffer pool: warm reuse, size classes, alignment, and the bound on
- * what it keeps idle, also with threads taking and giving at once; and a
- * pool of its own under the peak rule (the read-ahead's chunks). */
+ * what it keeps idle, also with threads taking and giving at once. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,86 +36,6 @@ static void *churn(void *arg)
 	for (int k = 0; k < 8; k++)
 		bm_buf_put(held[k], len[k]);
 	return NULL;
-}
-
-/* The peak rule: idle + in use never exceeds the most in use since the
- * last trim; a steady user maps nothing; a larger warm buffer serves a
- * smaller request when the caller accepts it; trim gives all idle back. */
-static void peak_rule(void)
-{
-	struct bm_bufpool p;
-	void *b[8];
-	size_t cap[8];
-	const size_t MiB = 1 << 20;
-
-	bm_bufpool_init(&p);
-	for (int i = 0; i < 4; i++) {
-		b[i] = bm_bufpool_get(&p, 2 * MiB, 0, &cap[i]);
-		CHECK(b[i] != NULL && cap[i] == 2 * MiB);
-		memset(b[i], i, 2 * MiB);
-	}
-	CHECK_EQ(p.maps, 4);
-	CHECK_EQ(p.peak, 8 * MiB);
-	/* steady: give one back, take one: the same buffer, nothing mapped */
-	for (int r = 0; r < 100; r++) {
-		void *x = b[r % 4];
-		bm_bufpool_put(&p, x, 2 * MiB);
-		b[r % 4] = bm_bufpool_get(&p, 2 * MiB, 0, &cap[r % 4]);
-		CHECK(b[r % 4] == x);
-	}
-	CHECK_EQ(p.maps, 4);
-	/* a smaller request takes a warm buffer twice its size if allowed,
-	 * and not without leave */
-	bm_bufpool_put(&p, b[0], 2 * MiB);
-	void *s = bm_bufpool_get(&p, MiB, 0, &cap[4]);
-	CHECK(s != b[0] && cap[4] == MiB);
-	CHECK_EQ(p.maps, 5);
-	/* that map went past the peak: nothing idle is left over it */
-	CHECK(p.in_use + p.idle_bytes <= p.peak);
-	bm_bufpool_put(&p, s, MiB);
-	CHECK(p.in_use + p.idle_bytes <= p.peak);
-	b[0] = bm_bufpool_get(&p, 2 * MiB, 0, &cap[0]);
-	CHECK(p.in_use + p.idle_bytes <= p.peak);
-	bm_bufpool_put(&p, b[0], 2 * MiB);
-	uint64_t maps = p.maps;
-	s = bm_bufpool_get(&p, MiB, 2 * MiB, &cap[4]);
-	CHECK(s != NULL && cap[4] == 2 * MiB);
-	CHECK_EQ(p.maps, maps);
-	bm_bufpool_put(&p, s, cap[4]);
-	/* a larger size than any idle one: mapped, and idle ones shed so
-	 * that the total stays within the new peak */
-	for (int i = 1; i < 4; i++)
-		bm_bufpool_put(&p, b[i], 2 * MiB);
-	CHECK_EQ(p.in_use, 0);
-	for (int i = 0; i < 2; i++) {
-		b[i] = bm_bufpool_get(&p, 4 * MiB, 0, &cap[i]);
-		CHECK(b[i] != NULL && cap[i] == 4 * MiB);
-		CHECK(p.in_use + p.idle_bytes <= p.peak);
-	}
-	b[2] = bm_bufpool_get(&p, 4 * MiB, 0, &cap[2]);
-	CHECK(p.in_use + p.idle_bytes <= p.peak);
-	CHECK(p.peak <= 12 * MiB);
-	/* above every class: a mapping of its own, never kept */
-	b[3] = bm_bufpool_get(&p, (size_t)BM_MAX_IO + 4096, 0, &cap[3]);
-	CHECK(b[3] != NULL && cap[3] == (size_t)BM_MAX_IO + 4096);
-	((char *)b[3])[cap[3] - 1] = 1;
-	bm_bufpool_put(&p, b[3], cap[3]);
-	for (int i = 0; i < 3; i++)
-		bm_bufpool_put(&p, b[i], cap[i]);
-	CHECK(p.idle_bytes > 0);
-	bm_bufpool_trim(&p);
-	CHECK_EQ(p.idle_bytes, 0);
-	CHECK_EQ(p.peak, 0);
-	/* memory given back and mapped again is usable (under ASan: no
-	 * poison left on addresses the system hands out again) */
-	for (int i = 0; i < 3; i++) {
-		b[i] = bm_bufpool_get(&p, 4 * MiB, 0, &cap[i]);
-		CHECK(b[i] != NULL);
-		memset(b[i], 7, cap[i]);
-	}
-	for (int i = 0; i < 3; i++)
-		bm_bufpool_put(&p, b[i], cap[i]);
-	bm_bufpool_destroy(&p);
 }
 
 int main(void)
@@ -176,6 +95,5 @@ int main(void)
 	}
 	CHECK(bm_bufpool_idle_bytes() <= BM_BUFPOOL_IDLE_MAX);
 
-	peak_rule();
 	return check_exit();
 }

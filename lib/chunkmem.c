@@ -1,0 +1,209 @@
+/*
+ * Memory for the read-ahead's chunks, kept warm.
+ *
+ * Why.  Fresh memory is the dearest thing a fast stream touches: every
+ * page costs a fault and a clear, and in a virtual machine the host's
+ * first touch too.  On a QD1 stream from two 400 MiB/s disks a server
+ * that mapped its chunk buffers afresh spent half its CPU in clear_page
+ * (2.0 s per GiB against 0.45 warm).  Two things made it map afresh even
+ * with a pool of size classes: chunk sizes change while the read-ahead
+ * measures (2, 4, 8 MiB...; differently per component), so every step
+ * needed buffers of a new class; and a pool emptied when the streams went
+ * idle made the next stream pay again.
+ *
+ * How.  Every buffer reserves BM_CHUNKMEM_SPAN of address space (no
+ * memory until touched) and remembers how far it has been touched.  A
+ * chunk of any size takes an idle buffer, the one touched just far enough
+ * (else the one touched furthest), so a chunk size that doubles touches
+ * only the difference, and the pages a stream touched serve the next.
+ * What counts is what is resident (touched): it is kept within the limit
+ * (the read-ahead's memory cap) by unmapping idle buffers, the least
+ * touched first, before touching more; the user counts a buffer in use
+ * by how far it is touched (bm_chunkbuf.touched), not by its chunk.  When the read-ahead goes idle
+ * the idle buffers are given to the kernel with MADV_FREE (taken only
+ * when it needs memory; until then still there, and a write makes a page
+ * ours again, no fault), and after a long idle they are unmapped
+ * (readahead.c's tick decides when).  The read-ahead writes a chunk's
+ * whole length (the component's read) before anything reads it, so a
+ * page the kernel took back (read as zeros) is never served.
+ *
+ * One mutex, held for a list walk of at most a few dozen buffers per
+ * chunk (chunks are megabytes).  Under AddressSanitizer an idle buffer is
+ * poisoned, so a use after the put is caught.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "chunkmem.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#ifndef MADV_FREE
+#define MADV_FREE 8
+#endif
+
+static size_t page_up(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
+void bm_chunkmem_init(struct bm_chunkmem *p)
+{
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+}
+
+static void unlink_idle(struct bm_chunkmem *p, struct bm_chunkbuf *b)
+{
+	struct bm_chunkbuf **pp = &p->idle;
+
+	while (*pp != b)
+		pp = &(*pp)->next;
+	*pp = b->next;
+	b->next = NULL;
+	p->idle_resident -= b->touched;
+}
+
+/* Moves idle buffers, the least touched first, to *out until resident
+ * plus `more` is within the limit (lock held). */
+static void shed_idle(struct bm_chunkmem *p, uint64_t more, uint64_t limit,
+                      struct bm_chunkbuf **out)
+{
+	while (p->idle && p->resident + more > limit) {
+		struct bm_chunkbuf *least = p->idle;
+		for (struct bm_chunkbuf *b = p->idle; b; b = b->next)
+			if (b->touched < least->touched)
+				least = b;
+		unlink_idle(p, least);
+		p->resident -= least->touched;
+		least->next = *out;
+		*out = least;
+	}
+}
+
+static void unmap_list(struct bm_chunkbuf *list)
+{
+	while (list) {
+		struct bm_chunkbuf *b = list;
+		list = b->next;
+		/* a later mapping may get the same addresses */
+		UNPOISON(b->base, b->span);
+		munmap(b->base, b->span);
+		free(b);
+	}
+}
+
+struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
+                                    uint64_t limit)
+{
+	struct bm_chunkbuf *b = NULL, *shed = NULL;
+	size_t span = len > BM_CHUNKMEM_SPAN ? page_up(len) : BM_CHUNKMEM_SPAN;
+
+	pthread_mutex_lock(&p->lock);
+	if (span == BM_CHUNKMEM_SPAN) {
+		struct bm_chunkbuf *fit = NULL, *most = NULL;
+		for (struct bm_chunkbuf *i = p->idle; i; i = i->next) {
+			if (i->touched >= len && (!fit || i->touched < fit->touched))
+				fit = i;
+			if (!most || i->touched > most->touched)
+				most = i;
+		}
+		b = fit ? fit : most;
+		if (b)
+			unlink_idle(p, b);
+	}
+	size_t grow = b && b->touched < len ? page_up(len) - b->touched
+	                                    : b ? 0 : page_up(len);
+	shed_idle(p, grow, limit, &shed);
+	p->resident += grow;
+	p->fresh += grow;
+	if (p->resident > p->peak)
+		p->peak = p->resident;
+	if (b)
+		b->touched += grow;
+	else
+		p->maps++;
+	pthread_mutex_unlock(&p->lock);
+	unmap_list(shed);
+	if (b) {
+		UNPOISON(b->base, len);
+		return b;
+	}
+	b = calloc(1, sizeof(*b));
+	void *base = b ? mmap(NULL, span, PROT_READ | PROT_WRITE,
+	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+	               : MAP_FAILED;
+	if (base == MAP_FAILED) {
+		free(b);
+		pthread_mutex_lock(&p->lock);
+		p->resident -= grow;
+		pthread_mutex_unlock(&p->lock);
+		return NULL;
+	}
+	b->base = base;
+	b->span = span;
+	b->touched = grow;
+	return b;
+}
+
+void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
+                     uint64_t limit)
+{
+	struct bm_chunkbuf *shed = NULL;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (b->span != BM_CHUNKMEM_SPAN) { /* a chunk above the span: never kept */
+		p->resident -= b->touched;
+		b->next = NULL;
+		shed = b;
+	} else {
+		POISON(b->base, b->touched);
+		b->next = p->idle;
+		p->idle = b;
+		p->idle_resident += b->touched;
+		shed_idle(p, 0, limit, &shed);
+	}
+	pthread_mutex_unlock(&p->lock);
+	unmap_list(shed);
+}
+
+void bm_chunkmem_soft_trim(struct bm_chunkmem *p)
+{
+	pthread_mutex_lock(&p->lock);
+	for (struct bm_chunkbuf *b = p->idle; b; b = b->next) {
+		/* (ASan: the range is poisoned, madvise does not touch it) */
+		madvise(b->base, b->touched, MADV_FREE);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void bm_chunkmem_trim(struct bm_chunkmem *p)
+{
+	struct bm_chunkbuf *list;
+
+	pthread_mutex_lock(&p->lock);
+	list = p->idle;
+	p->idle = NULL;
+	for (struct bm_chunkbuf *b = list; b; b = b->next)
+		p->resident -= b->touched;
+	p->idle_resident = 0;
+	pthread_mutex_unlock(&p->lock);
+	unmap_list(list);
+}
+
+void bm_chunkmem_destroy(struct bm_chunkmem *p)
+{
+	bm_chunkmem_trim(p);
+	pthread_mutex_destroy(&p->lock);
+}
