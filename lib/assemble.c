@@ -626,6 +626,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 			err = refuse_in_use(name, paths[i]);
 			goto fail;
 		}
+		/* (not there now: tried again while the mirror runs) */
+		c->rejoin = err < 0;
 		if (err == 0)
 			err = bm_label_read_be(c->be, &c->label);
 		if (err < 0) {

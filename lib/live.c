@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "assembly_decide.h"
 #include "bitmap.h"
 #include "error.h"
 #include "lease.h"
@@ -135,7 +136,7 @@ static int relabel_all_locked(struct bm_mirror *m)
  * not a local path, a token written through it and looked for through the
  * others (in the reserved area, never in the data). */
 static int refuse_same_storage(struct bm_mirror *m, const char *path,
-                               struct bm_backend *be)
+                               struct bm_backend *be, int except)
 {
 	const char *paths[BM_MAX_COMPONENTS + 1];
 	struct bm_backend *bes[BM_MAX_COMPONENTS + 1];
@@ -145,7 +146,7 @@ static int refuse_same_storage(struct bm_mirror *m, const char *path,
 	int err = 0;
 
 	for (int i = 0; i < m->ncomp; i++)
-		if (bm_comp_present(&m->comp[i])) {
+		if (i != except && bm_comp_present(&m->comp[i])) {
 			idx[n] = i;
 			paths[n++] = m->comp[i].path;
 		}
@@ -199,7 +200,7 @@ static int check_new(struct bm_mirror *m, const char *path,
 		                "needs %" PRIu64 " (its %" PRIu64 " bytes of data "
 		                "and %u of metadata)", path, be->size, m->name,
 		                m->size + BM_META_SIZE, m->size, BM_META_SIZE);
-	err = refuse_same_storage(m, path, be);
+	err = refuse_same_storage(m, path, be, -1);
 	if (err < 0)
 		return err;
 	err = bm_label_read_be(be, &l);
@@ -353,6 +354,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	atomic_fetch_add(&c->epoch, 1);
 	c->label_stale = false;
 	c->hang_warned = false;
+	c->rejoin = false;
 	c->retry_at_ms = 0;
 	c->retry_delay_ms = 0;
 	zero_stats(&c->stats);
@@ -397,6 +399,183 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 out:
 	if (be)
 		be->ops->close(be);
+	pthread_mutex_unlock(&m->live_lock);
+	return err;
+}
+
+/* ---- an ABSENT component that comes back ---- */
+
+/* Would a restart take lab (the label of the component at idx) as a member
+ * to copy?  The assembly decision (assembly_decide.c) over the labels of
+ * the components in service and lab: it must be neither the source (it
+ * would hold writes the running mirror lacks) nor in split brain with
+ * them.  0, or -errno with a message (meta_lock held). */
+static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
+                          const struct bm_label *lab, bool *inactive)
+{
+	struct bm_asm_input *in = calloc(BM_MAX_COMPONENTS, sizeof(*in));
+	struct bm_asm_out *out = calloc(1, sizeof(*out));
+	int err = 0;
+
+	if (!in || !out) {
+		free(in);
+		free(out);
+		return bm_error(ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int st = atomic_load(&c->state);
+		in[i].path = c->path;
+		in[i].same_disk_as = -1;
+		if (i == idx) {
+			in[i].present = true;
+			in[i].label = *lab;
+			in[i].data_area = bm_data_area(be->size);
+		} else if ((st == BM_CS_ACTIVE || st == BM_CS_SYNCHRONIZING ||
+		            st == BM_CS_INACTIVE) && c->be) {
+			in[i].present = true;
+			in[i].label = c->label;
+			in[i].data_area = bm_data_area(c->be->size);
+		}
+	}
+	bm_assembly_decide(m->name, in, m->ncomp, -1, out);
+	if (out->result == BM_ASM_SPLIT_BRAIN) {
+		int other = out->split[0] == idx ? out->split[1] : out->split[0];
+		err = bm_error(EEXIST, "split brain: it and %s each took writes "
+		               "while the other was away; nothing was written "
+		               "to it (to keep it: stop, serve --force-source)",
+		               other >= 0 ? m->comp[other].path : "another");
+	} else if (out->result != BM_ASM_OK)
+		err = bm_error(EEXIST, "it came back, but %s", out->error);
+	else if (out->source == idx)
+		err = bm_error(EEXIST, "it came back holding writes the running "
+		               "mirror lacks (generation %" PRIu64 ", the "
+		               "mirror's %" PRIu64 "): stop the mirror and start "
+		               "it again to take them, or remove it",
+		               lab->genid, m->genid);
+	else if (out->comp[idx].role == BM_ROLE_ABSENT)
+		err = bm_error(EEXIST, "it came back, but is left out: %s",
+		               out->comp[idx].why);
+	*inactive = out->comp[idx].role == BM_ROLE_INACTIVE;
+	free(in);
+	free(out);
+	return err;
+}
+
+int bm_live_rejoin(struct bm_mirror *m, int idx)
+{
+	struct bm_component *c = &m->comp[idx];
+	struct bm_backend *be = NULL;
+	struct bm_label lab;
+	bool inactive = false;
+	int err;
+
+	/* never waits behind an insert or removal: the next try will do */
+	if (pthread_mutex_trylock(&m->live_lock) != 0)
+		return -EBUSY;
+	if (atomic_load(&c->state) != BM_CS_ABSENT || !c->rejoin ||
+	    atomic_load(&m->closing)) {
+		err = -ECANCELED;
+		goto out;
+	}
+	err = bm_backend_open(c->path, true, &be);
+	if (err < 0)
+		goto out; /* still away */
+	if (bm_data_area(be->size) < m->size) {
+		err = bm_error(ENOSPC, "it came back smaller (%" PRIu64
+		               " bytes of data room, the mirror has %" PRIu64 ")",
+		               bm_data_area(be->size), m->size);
+		goto refused;
+	}
+	err = bm_label_read_be(be, &lab);
+	if (err < 0) {
+		err = bm_error(err, "it came back without this mirror's label: "
+		               "%s", bm_last_error());
+		goto refused;
+	}
+	if (lab.mirror_id != m->mirror_id ||
+	    (c->known_id && lab.component_id != c->known_id)) {
+		err = bm_error(EEXIST, "it came back with the label of %s",
+		               lab.mirror_id != m->mirror_id
+		                       ? "another mirror" : "another member");
+		goto refused;
+	}
+	err = refuse_same_storage(m, c->path, be, idx);
+	if (err < 0)
+		goto refused;
+	pthread_mutex_lock(&m->meta_lock);
+	err = rejoin_allowed(m, idx, be, &lab, &inactive);
+	pthread_mutex_unlock(&m->meta_lock);
+	if (err < 0)
+		goto refused;
+	/* Not under a server elsewhere, then ours before anything is
+	 * written to it. */
+	err = bm_lease_check_free(be);
+	if (err == 0)
+		err = bm_lease_add(m, idx, be);
+	if (err < 0)
+		goto refused;
+
+	pthread_mutex_lock(&m->meta_lock);
+	c->label = lab;
+	c->known_id = lab.component_id;
+	c->be = be;
+	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->read_errors, 0);
+	atomic_fetch_add(&c->epoch, 1);
+	c->hang_warned = false;
+	c->label_stale = false;
+	if (!inactive) {
+		/* what it missed is not known (it was not here to be
+		 * tracked by this server's bitmap): copied in full, and its
+		 * label says so before any client write reaches it */
+		c->sync_full = true;
+		c->label.component_flags |= BM_CF_SYNCHRONIZING;
+		c->label.component_flags &= ~(uint32_t)BM_CF_DIRTY;
+		if (atomic_load(&m->dirty))
+			c->label.component_flags |= BM_CF_DIRTY;
+		c->label.sync_offset = 0;
+		c->label.genid = m->genid;
+		c->label.syncid = m->syncid;
+		err = bm_meta_write_label(m, c);
+	}
+	if (err < 0) {
+		c->be = NULL;
+		pthread_mutex_unlock(&m->meta_lock);
+		bm_lease_drop(m, idx);
+		err = bm_error(err, "it came back, but its label cannot be "
+		               "written: %s", strerror(-err));
+		goto refused;
+	}
+	atomic_store(&c->state, inactive ? BM_CS_INACTIVE : BM_CS_SYNCHRONIZING);
+	c->rejoin = false;
+	be = NULL; /* the slot owns it */
+	update_degraded_locked(m);
+	if (relabel_all_locked(m) < 0)
+		fprintf(stderr, "blkmirror: %s: a label could not be updated "
+		        "after %s came back\n", m->name, c->path);
+	pthread_mutex_unlock(&m->meta_lock);
+	bm_set_why(m, c, "%s", inactive ? "came back inactive" : "");
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_BACK, c->path,
+	              inactive ? "it was absent and is back (INACTIVE, as its "
+	                         "label says)"
+	                       : "it was absent and is back; copying it in full");
+	bm_event_redundancy(m);
+	if (!inactive)
+		bm_sync_kick(m);
+	err = 0;
+	goto out;
+refused:
+	bm_set_why(m, c, "%s", bm_last_error());
+	if (err != -EBUSY) /* (EBUSY: another server holds it; retried) */
+		err = -EEXIST;
+out:
+	if (be) {
+		if (be->ops->abort)
+			be->ops->abort(be);
+		be->ops->close(be);
+	}
 	pthread_mutex_unlock(&m->live_lock);
 	return err;
 }

@@ -53,4 +53,18 @@ int bm_mirror_forget_gone(bm_mirror *m, char *report, size_t len);
  * copies into paths[BM_MAX_COMPONENTS]): what the state directory lists. */
 int bm_mirror_paths(bm_mirror *m, char **paths, size_t *n);
 
+/*
+ * A component left ABSENT at the start because it could not be opened
+ * (its file gone, its NBD server down: bm_component.rejoin), tried again
+ * by the recovery thread (recover.c).  When it opens with this mirror's
+ * label, as the member the others expect there, and a restart would take
+ * it as a member to copy (neither newer than the running mirror nor in
+ * split brain with it: assembly_decide.c over the labels in service and
+ * its own), it takes its lease and comes back SYNCHRONIZING, copied in
+ * full (or INACTIVE, when its label says so).  0: back; -EBUSY: not now;
+ * -EEXIST: refused (its why says why; nothing was written to it); other
+ * -errno: still away.
+ */
+int bm_live_rejoin(struct bm_mirror *m, int idx);
+
 #endif

@@ -137,6 +137,9 @@ struct bm_component {
 	bool label_stale;               /* meta_lock: its last label write
 	                                   failed: it may not hold the genid */
 	bool hang_warned;               /* events.c: said it hangs, once */
+	bool rejoin;                    /* ABSENT because it could not be
+	                                   opened at the start: tried again
+	                                   (recover.c, bm_live_rejoin) */
 	long long retry_at_ms;          /* recover.c: next reconnect attempt */
 	int retry_delay_ms;             /* recover.c: backoff */
 	char why[256];                  /* info_lock: why absent or failed */

@@ -12,7 +12,9 @@
  *    path with a growing delay (1 s, doubling to 30 s).  When it answers
  *    with this mirror's label, it comes back SYNCHRONIZING and is copied
  *    again from the start (over the bitmap's dirty regions: bitmap.c), while
- *    client writes reach it at once.
+ *    client writes reach it at once.  An ABSENT one that could not be
+ *    opened at the start is tried the same way (live.c bm_live_rejoin:
+ *    its history checked as a restart would, copied in full).
  *
  * Swapping a component's backend: every caller takes it with bm_comp_get
  * (users++, then a look at the state), and this thread closes an old
@@ -28,6 +30,7 @@
 
 #include "deadline.h"
 #include "error.h"
+#include "live.h"
 #include "mirror.h"
 
 #define RETRY_FIRST_MS 1000
@@ -263,7 +266,9 @@ static void reconnect_due(struct bm_mirror *m)
 
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
-		if (atomic_load(&c->state) != BM_CS_DISCONNECTED)
+		int st = atomic_load(&c->state);
+		bool absent = st == BM_CS_ABSENT && c->rejoin;
+		if (st != BM_CS_DISCONNECTED && !absent)
 			continue;
 		if (c->retry_delay_ms == 0) {
 			c->retry_delay_ms = RETRY_FIRST_MS;
@@ -272,14 +277,24 @@ static void reconnect_due(struct bm_mirror *m)
 		}
 		if (now < c->retry_at_ms)
 			continue;
-		int err = reconnect(m, c, BM_CS_DISCONNECTED);
-		if (err == 0) {
+		int err = absent ? bm_live_rejoin(m, i)
+		                 : reconnect(m, c, BM_CS_DISCONNECTED);
+		if (err == 0 || err == -ECANCELED) {
 			c->retry_delay_ms = 0;
 			continue;
 		}
-		if (err != -EBUSY && c->retry_delay_ms >= 8000)
+		if (err == -EEXIST) {
+			/* refused (its why says why): tried again slowly, in
+			 * case it is set right */
+			if (c->retry_delay_ms < RETRY_MAX_MS)
+				fprintf(stderr, "blkmirror: %s: %s is back but not "
+				        "taken: %s\n", m->name, c->path,
+				        bm_last_error());
+			c->retry_delay_ms = RETRY_MAX_MS;
+		} else if (err != -EBUSY && c->retry_delay_ms >= 8000) {
 			fprintf(stderr, "blkmirror: %s: %s is still away: %s\n",
 			        m->name, c->path, bm_last_error());
+		}
 		c->retry_at_ms = bm_now_ms() + c->retry_delay_ms;
 		c->retry_delay_ms = c->retry_delay_ms * 2 > RETRY_MAX_MS
 		                            ? RETRY_MAX_MS : c->retry_delay_ms * 2;
