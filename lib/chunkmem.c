@@ -15,7 +15,10 @@
  * memory until touched) and remembers how far it has been touched.  A
  * chunk of any size takes an idle buffer, the one touched just far enough
  * (else the one touched furthest), so a chunk size that doubles touches
- * only the difference, and the pages a stream touched serve the next.
+ * only the difference, and the pages a stream touched serve the next; but
+ * not one touched more than twice as far as the chunk needs while there
+ * is room for a fresh one (its user counts a buffer by how far it is
+ * touched, so small chunks in large buffers would shrink the window).
  * What counts is what is resident (touched): it is kept within the limit
  * (the read-ahead's memory cap) by unmapping idle buffers, the least
  * touched first, before touching more; the user counts a buffer in use
@@ -118,6 +121,13 @@ struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
 				most = i;
 		}
 		b = fit ? fit : most;
+		/* a buffer touched far past this chunk would count that much
+		 * against the cap for a small chunk: a fresh one instead, while
+		 * the limit has room for it (sizes that fall, or differ per
+		 * component) */
+		if (b && b->touched > 2 * page_up(len) &&
+		    p->resident + page_up(len) <= limit)
+			b = NULL;
 		if (b)
 			unlink_idle(p, b);
 	}

@@ -50,8 +50,9 @@
  * stream).  A second after the last chunk the idle buffers are given to
  * the kernel lazily (MADV_FREE: still there for the next stream unless
  * the system needed the memory); after RA_RELEASE_MS they are unmapped.
- * A stream not read for RA_STALE_MS gives its chunks up when another
- * needs the memory (drop_stale).
+ * A stream whose client has gone (not read since another stream began,
+ * for RA_STALE_MS) is ended when another begins or needs the memory
+ * (drop_stale); streams that read at once never end each other.
  *
  * Chunk size (per component), by measurement alone.  A chunk costs
  * positioning plus bytes over bandwidth; on a rotating disk the
@@ -92,8 +93,8 @@
 #define RA_WINDOW_START (4ull << 20)
 #define RA_IDLE_MS 1000
 #define RA_RELEASE_MS 30000       /* idle chunk memory is unmapped */
-#define RA_STALE_MS 50            /* a stream not read for this long gives
-                                     its memory to one that reads */
+#define RA_STALE_MS 50            /* a stream not read for this long since
+                                     another began has ended (drop_stale) */
 #define RA_CHUNK_MIN (512u << 10)
 #define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
 #define RA_CHUNK_START_ROTATIONAL (4u << 20)
@@ -149,8 +150,12 @@ static struct bm_chunkbuf *buf_get(struct bm_readahead *ra, uint32_t len)
 {
 	struct bm_chunkbuf *b = bm_chunkmem_get(&ra->mem, len, ra->cap);
 
-	if (b)
+	if (b) {
 		ra->bytes += b->touched;
+		/* (bm_ra_tick: not idle) */
+		ra->idle_since_ms = 0;
+		ra->soft_trimmed = false;
+	}
 	return b;
 }
 
@@ -321,40 +326,41 @@ static int pick_slot(struct bm_mirror *m, struct ra_stream *s, uint64_t off,
 }
 
 /* How many streams read ahead (lock held). */
-/* A stream that reads ahead and was read lately (or has a read waiting):
- * one that stopped (a dd that ended, a client that moved elsewhere) no
- * longer shares the cap with those that read (lock held). */
-static bool stream_live(const struct ra_stream *s, long long now)
-{
-	return s->used && s->hits >= RA_MIN_HITS &&
-	       (s->waiting || now - s->last_ms <= RA_STALE_MS);
-}
-
 static int streams_reading(struct bm_mirror *m)
 {
-	long long now = bm_now_ms();
 	int n = 0;
 	for (int i = 0; i < BM_RA_STREAMS; i++)
-		n += stream_live(&m->ra.streams[i], now);
+		n += m->ra.streams[i].used && m->ra.streams[i].hits >= RA_MIN_HITS;
 	return n;
 }
 
-/* Drops the chunks of every other stream not read for RA_STALE_MS, so
- * that the stream that reads gets the memory; true if any were dropped.
- * Without this, a dd run again from the start read at the speed of one
- * disk for a second: the first run's read-ahead held the cap until it
- * went idle (lock held). */
+/* Ends every other stream whose client has gone, so that `keep` (a stream
+ * that reads) gets the memory and the whole cap; true if any ended.
+ * Gone: not read since before `keep` began, for RA_STALE_MS, with no read
+ * waiting and no chunk still being read.  Without this, a dd run again
+ * from the start read at the speed of one disk for a second: the first
+ * run's read-ahead held the cap until that stream was idle 1 s.  Streams
+ * that read at once are never ended here, even when one of them waits
+ * long for a read the read-ahead did not take (it began before `keep`
+ * did, or it has chunks in flight) (lock held). */
 static bool drop_stale(struct bm_mirror *m, struct ra_stream *keep)
 {
 	long long now = bm_now_ms();
+	struct ra_wait *none = NULL;
 	bool dropped = false;
 
 	for (int i = 0; i < BM_RA_STREAMS; i++) {
 		struct ra_stream *s = &m->ra.streams[i];
-		if (s == keep || !s->used || !s->head || s->waiting ||
-		    now - s->last_ms <= RA_STALE_MS)
+		if (s == keep || !s->used || s->waiting ||
+		    s->last_ms >= keep->born_ms || now - s->last_ms <= RA_STALE_MS)
 			continue;
-		truncate_from(&m->ra, s, s->head);
+		bool pending = false;
+		for (struct ra_chunk *c = s->head; c && !pending; c = c->next)
+			pending = c->state == CH_PENDING;
+		if (pending)
+			continue;
+		stream_drop(&m->ra, s, &none); /* (nothing waits: none stays NULL) */
+		m->ra.ended++;
 		dropped = true;
 	}
 	return dropped;
@@ -966,7 +972,9 @@ static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
 	s->used = true;
 	s->next = io->offset; /* counted as a hit below */
 	s->window = RA_WINDOW_START;
+	s->born_ms = now;
 	*is_new = true;
+	drop_stale(m, s);
 	return s;
 }
 
@@ -1128,8 +1136,10 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 
 	bm_ra_drop_all(m);
 	if (ra_debug()) {
-		fprintf(stderr, "ra: %llu reads served, %.1f ms waiting for chunks\n",
-		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6);
+		fprintf(stderr, "ra: %llu reads served, %.1f ms waiting for chunks, "
+		        "%llu streams ended for another\n",
+		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6,
+		        (unsigned long long)m->ra.ended);
 		for (int i = 0; i < m->ncomp; i++)
 			fprintf(stderr, "ra: comp %d: chunk %u, %.1f MB/s, %llu waits, "
 			        "%.1f ms idle between chunks, "

@@ -26,6 +26,7 @@ struct ra_stream {
 	uint32_t hits;          /* sequential reads seen */
 	uint64_t window;        /* bytes to keep read ahead of `next` */
 	long long last_ms;
+	long long born_ms;      /* when its first read came */
 	struct ra_chunk *head, *tail;
 	struct ra_wait *waiting; /* client reads waiting for chunks */
 };
@@ -67,6 +68,7 @@ struct bm_readahead {
 	atomic_int landing;      /* chunk_done calls under way */
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
+	uint64_t ended;          /* streams ended for another (drop_stale) */
 };
 
 struct bm_mirror;

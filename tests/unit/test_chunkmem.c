@@ -29,11 +29,28 @@ static void growth_touches_the_difference(void)
 	CHECK_EQ(p.fresh, 4 * MiB);
 	CHECK_EQ(p.maps, 1);
 	bm_chunkmem_put(&p, b, 64 * MiB);
-	/* a smaller chunk takes it too, and touches nothing */
-	struct bm_chunkbuf *c = bm_chunkmem_get(&p, 1 * MiB, 64 * MiB);
+	/* a chunk half as large takes it too, and touches nothing */
+	struct bm_chunkbuf *c = bm_chunkmem_get(&p, 2 * MiB, 64 * MiB);
 	CHECK(c == a);
 	CHECK_EQ(p.fresh, 4 * MiB);
 	bm_chunkmem_put(&p, c, 64 * MiB);
+	/* one a quarter as large gets a fresh buffer while the limit has
+	 * room (it would count 4 MiB against the cap for 1 MiB)... */
+	c = bm_chunkmem_get(&p, 1 * MiB, 64 * MiB);
+	CHECK(c != a);
+	CHECK_EQ(p.maps, 2);
+	bm_chunkmem_put(&p, c, 64 * MiB);
+	bm_chunkmem_trim(&p);
+	CHECK_EQ(p.resident, 0);
+	/* ...and the large one when it has none */
+	a = bm_chunkmem_get(&p, 4 * MiB, 4 * MiB);
+	bm_chunkmem_put(&p, a, 4 * MiB);
+	c = bm_chunkmem_get(&p, 1 * MiB, 4 * MiB);
+	CHECK(c == a);
+	/* memory unmapped and mapped again is usable (under ASan: no poison
+	 * left on addresses the system hands out again) */
+	memset(c->base, 6, 1 * MiB);
+	bm_chunkmem_put(&p, c, 4 * MiB);
 	bm_chunkmem_destroy(&p);
 }
 
