@@ -89,6 +89,7 @@ struct nbd_cmd {
 	bool then_flush;        /* emulated FUA: flush once the data is done */
 	uint32_t done_bytes;    /* zero/trim: bytes already zeroed */
 	uint32_t piece;         /* zero/trim: length of the piece in flight */
+	uint64_t seen;          /* read: bytes the reply covered (data, holes) */
 	struct nbd_cmd *next;   /* queue, completed list or free list */
 };
 
@@ -190,6 +191,39 @@ static int on_complete(void *user_data, int *error)
 	return 1;
 }
 
+/* libnbd chunk callback of a read: counts what the reply covered. */
+static int on_read_chunk(void *user_data, const void *subbuf, size_t count,
+                         uint64_t offset, unsigned status, int *error)
+{
+	struct nbd_cmd *c = user_data;
+
+	(void)subbuf;
+	(void)offset;
+	(void)error;
+	if (status == LIBNBD_READ_DATA || status == LIBNBD_READ_HOLE)
+		c->seen += count;
+	return 0;
+}
+
+/* libnbd completion callback of a read.  A reply that leaves part of the
+ * buffer unwritten is an error: libnbd fails such a read only in
+ * nbd_aio_command_completed, not in the completion callback, and read
+ * buffers are not zeroed first (nbd_set_pread_initialize), so that part
+ * would hold whatever the buffer held before (another chunk's data, or
+ * zeros the kernel put back). */
+static int on_read_complete(void *user_data, int *error)
+{
+	struct nbd_cmd *c = user_data;
+
+	if (*error)
+		complete(c, -*error);
+	else if (c->seen != c->r->length)
+		complete(c, -EIO); /* (a server that broke the protocol) */
+	else
+		complete(c, 0);
+	return 1;
+}
+
 static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 {
 	uint32_t max = nb->can_zero ? nb->max_block : ZERO_PIECE_MAX;
@@ -259,7 +293,12 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			complete(c, 0);
 			return;
 		}
-		cookie = nbd_aio_pread(nb->h, r->buf, r->length, r->offset, cb, 0);
+		c->seen = 0;
+		cookie = nbd_aio_pread_structured(nb->h, r->buf, r->length,
+		                  r->offset, (nbd_chunk_callback){.callback =
+		                  on_read_chunk, .user_data = c},
+		                  (nbd_completion_callback){.callback =
+		                  on_read_complete, .user_data = c}, 0);
 		break;
 	case BM_BOP_WRITE:
 		if (r->length == 0) {
@@ -833,8 +872,9 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	}
 	nbd_set_uri_allow_local_file(nb->h, true);
 	/* Read buffers are not zeroed first (a read's buffer is used only when
-	 * the read succeeded, and libnbd fails a reply that leaves part of it
-	 * unwritten): zeroing cost 5% of the server's CPU on a fast stream. */
+	 * the read succeeded, and on_read_complete fails a reply that leaves
+	 * part of it unwritten): zeroing cost 5% of the server's CPU on a fast
+	 * stream. */
 	nbd_set_pread_initialize(nb->h, false);
 	/* for extent(); a server without it simply does not agree */
 	nbd_add_meta_context(nb->h, LIBNBD_CONTEXT_BASE_ALLOCATION);
