@@ -79,6 +79,8 @@ struct nbd_backend;
 /* The per-request state kept while the request is queued or in libnbd.
  * Commands are recycled through a free list (no allocation per request
  * once the pool has grown to the queue depth). */
+#define READ_PIECES 16           /* out-of-order reply chunks tracked */
+
 struct nbd_cmd {
 	struct nbd_backend *nb;
 	struct bm_breq *r;
@@ -89,7 +91,11 @@ struct nbd_cmd {
 	bool then_flush;        /* emulated FUA: flush once the data is done */
 	uint32_t done_bytes;    /* zero/trim: bytes already zeroed */
 	uint32_t piece;         /* zero/trim: length of the piece in flight */
-	uint64_t seen;          /* read: bytes the reply covered (data, holes) */
+	/* read: what the reply's chunks covered (on_read_chunk): the
+	 * contiguous part from the start, and pieces that came ahead of it */
+	uint64_t covered;       /* [offset, offset + covered) */
+	int npiece;             /* -1: the chunks overlapped, or too many */
+	struct { uint64_t start, end; } piece_ahead[READ_PIECES];
 	struct nbd_cmd *next;   /* queue, completed list or free list */
 };
 
@@ -191,17 +197,52 @@ static int on_complete(void *user_data, int *error)
 	return 1;
 }
 
-/* libnbd chunk callback of a read: counts what the reply covered. */
+/* libnbd chunk callback of a read: records what the reply covered.  Its
+ * chunks must cover the buffer exactly once: libnbd checks only that each
+ * lies inside it and counts bytes, so a chunk sent twice would make up for
+ * one never sent.  In order (every server seen so far) only `covered`
+ * moves; up to READ_PIECES chunks ahead of it are kept, merged as it
+ * reaches them; an overlap, or more pieces, fails the read. */
 static int on_read_chunk(void *user_data, const void *subbuf, size_t count,
                          uint64_t offset, unsigned status, int *error)
 {
 	struct nbd_cmd *c = user_data;
+	uint64_t start, end;
 
 	(void)subbuf;
-	(void)offset;
 	(void)error;
-	if (status == LIBNBD_READ_DATA || status == LIBNBD_READ_HOLE)
-		c->seen += count;
+	if ((status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE) ||
+	    c->npiece < 0 || count == 0)
+		return 0;
+	start = offset - c->r->offset;
+	end = start + count;
+	for (int i = 0; i < c->npiece; i++)
+		if (start < c->piece_ahead[i].end && c->piece_ahead[i].start < end)
+			goto bad;
+	if (start < c->covered)
+		goto bad;
+	if (start > c->covered) {
+		if (c->npiece == READ_PIECES)
+			goto bad;
+		c->piece_ahead[c->npiece].start = start;
+		c->piece_ahead[c->npiece].end = end;
+		c->npiece++;
+		return 0;
+	}
+	c->covered = end;
+	for (bool merged = true; merged;) {
+		merged = false;
+		for (int i = 0; i < c->npiece; i++)
+			if (c->piece_ahead[i].start == c->covered) {
+				c->covered = c->piece_ahead[i].end;
+				c->piece_ahead[i] = c->piece_ahead[--c->npiece];
+				merged = true;
+				break;
+			}
+	}
+	return 0;
+bad:
+	c->npiece = -1;
 	return 0;
 }
 
@@ -217,7 +258,7 @@ static int on_read_complete(void *user_data, int *error)
 
 	if (*error)
 		complete(c, -*error);
-	else if (c->seen != c->r->length)
+	else if (c->npiece != 0 || c->covered != c->r->length)
 		complete(c, -EIO); /* (a server that broke the protocol) */
 	else
 		complete(c, 0);
@@ -293,7 +334,8 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			complete(c, 0);
 			return;
 		}
-		c->seen = 0;
+		c->covered = 0;
+		c->npiece = 0;
 		cookie = nbd_aio_pread_structured(nb->h, r->buf, r->length,
 		                  r->offset, (nbd_chunk_callback){.callback =
 		                  on_read_chunk, .user_data = c},
@@ -873,8 +915,8 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nbd_set_uri_allow_local_file(nb->h, true);
 	/* Read buffers are not zeroed first (a read's buffer is used only when
 	 * the read succeeded, and on_read_complete fails a reply that leaves
-	 * part of it unwritten): zeroing cost 5% of the server's CPU on a fast
-	 * stream. */
+	 * part of it unwritten or covers a part twice): zeroing cost 5% of the
+	 * server's CPU on a fast stream. */
 	nbd_set_pread_initialize(nb->h, false);
 	/* for extent(); a server without it simply does not agree */
 	nbd_add_meta_context(nb->h, LIBNBD_CONTEXT_BASE_ALLOCATION);

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """An NBD server that breaks the protocol one way: once the file FLAG
-exists, it answers every read of 512 KiB or more with one data chunk that
-covers only the first half of the range, flagged as the last one.  Until
-then it is a correct in-memory disk (so that a mirror can be labeled on
-it).  For tests of what a client does with a reply that leaves part of
-its buffer unwritten.
+exists, it answers every read of 512 KiB or more with a data chunk that
+covers only the first half of the range, flagged as the last one (MODE
+half), or with that chunk twice, the second flagged as the last (MODE
+twice: the bytes add up to the length asked).  Until then it is a correct
+in-memory disk (so that a mirror can be labeled on it).  For tests of
+what a client does with a reply that leaves part of its buffer unwritten.
 
-    nbd_short_reads.py SOCKET SIZE FLAG
+    nbd_short_reads.py SOCKET SIZE FLAG [half|twice]
 """
 import os
 import socket
@@ -15,6 +16,7 @@ import sys
 import threading
 
 sock_path, size, flag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+mode = sys.argv[4] if len(sys.argv) > 4 else "half"
 disk = bytearray(size)
 disk_lock = threading.Lock()
 
@@ -71,6 +73,8 @@ def serve(conn):
                 n = length // 2
             with disk_lock:
                 data = bytes(disk[off:off + n])
+            if n != length and mode == "twice":
+                chunk(conn, 0, 1, handle, struct.pack(">Q", off) + data)  # OFFSET_DATA
             chunk(conn, 1, 1, handle, struct.pack(">Q", off) + data)  # OFFSET_DATA, DONE
         elif kind == 1:  # WRITE
             data = recv_exact(conn, length)
