@@ -405,6 +405,23 @@ out:
 
 /* ---- an ABSENT component that comes back ---- */
 
+/* lab is of the running mirror's generation and says no component in
+ * service missed writes: chosen as a restart's source only by priority
+ * or order, it holds nothing the mirror lacks (meta_lock held). */
+static bool same_history(struct bm_mirror *m, int idx,
+                         const struct bm_label *lab)
+{
+	if (lab->genid != m->genid || lab->syncid != m->syncid)
+		return false;
+	for (int i = 0; i < m->ncomp; i++) {
+		int st = atomic_load(&m->comp[i].state);
+		if (i != idx && st != BM_CS_ABSENT && st != BM_CS_REMOVED &&
+		    bm_label_says_missed(lab, m->comp[i].label.component_id))
+			return false;
+	}
+	return true;
+}
+
 /* Would a restart take lab (the label of the component at idx) as a member
  * to copy?  The assembly decision (assembly_decide.c) over the labels of
  * the components in service and lab: it must be neither the source (it
@@ -447,7 +464,7 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 		               other >= 0 ? m->comp[other].path : "another");
 	} else if (out->result != BM_ASM_OK)
 		err = bm_error(EEXIST, "it came back, but %s", out->error);
-	else if (out->source == idx)
+	else if (out->source == idx && !same_history(m, idx, lab))
 		err = bm_error(EEXIST, "it came back holding writes the running "
 		               "mirror lacks (generation %" PRIu64 ", the "
 		               "mirror's %" PRIu64 "): stop the mirror and start "
@@ -462,32 +479,71 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 	return err;
 }
 
+/* The label of be, read with the mirror's io-timeout (a component that
+ * connects and then does not answer must not hold the recovery thread). */
+static int read_label_deadline(struct bm_mirror *m, struct bm_backend *be,
+                               struct bm_label *l)
+{
+	uint8_t *buf;
+	int err;
+
+	if (be->size < BM_MIN_COMPONENT_SIZE)
+		return bm_error(ENOSPC, "too small (%" PRIu64 " bytes)", be->size);
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return bm_error(ENOMEM, "out of memory");
+	err = bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, BM_LABEL_SIZE,
+	                                 bm_label_offset(be->size), 0,
+	                                 atomic_load(&m->io_timeout_ms));
+	if (err == 0)
+		err = bm_label_decode(buf, BM_LABEL_SIZE, l);
+	else
+		err = bm_error(err, "cannot read its label: %s", strerror(-err));
+	free(buf);
+	return err;
+}
+
+/* The same label read twice (before and after the lease was taken). */
+static bool same_label(const struct bm_label *a, const struct bm_label *b)
+{
+	return a->genid == b->genid && a->syncid == b->syncid &&
+	       a->seq == b->seq && a->component_flags == b->component_flags &&
+	       a->missed == b->missed;
+}
+
 int bm_live_rejoin(struct bm_mirror *m, int idx)
 {
 	struct bm_component *c = &m->comp[idx];
 	struct bm_backend *be = NULL;
-	struct bm_label lab;
-	bool inactive = false;
+	struct bm_label lab, again;
+	bool inactive = false, locked = false, leased = false;
 	int err;
 
-	/* never waits behind an insert or removal: the next try will do */
-	if (pthread_mutex_trylock(&m->live_lock) != 0)
-		return -EBUSY;
-	if (atomic_load(&c->state) != BM_CS_ABSENT || !c->rejoin ||
-	    atomic_load(&m->closing)) {
+	/* a close waits for us (and we start none once it began) */
+	if (bm_live_begin(m) < 0)
+		return -ECANCELED;
+	if (atomic_load(&c->state) != BM_CS_ABSENT || !c->rejoin) {
 		err = -ECANCELED;
 		goto out;
 	}
+	/* The slow steps first, without live_lock (an insert, remove or a
+	 * verb's job never waits for a component that connects and then
+	 * hangs): open (its connect has a deadline), the label (read with
+	 * io-timeout), the lease watched. */
 	err = bm_backend_open(c->path, true, &be);
-	if (err < 0)
-		goto out; /* still away */
+	if (err < 0) {
+		if (err == -EBUSY) /* (not "busy, retry soon": still away) */
+			err = bm_error(EAGAIN, "%s", bm_last_error());
+		goto out;
+	}
 	if (bm_data_area(be->size) < m->size) {
 		err = bm_error(ENOSPC, "it came back smaller (%" PRIu64
 		               " bytes of data room, the mirror has %" PRIu64 ")",
 		               bm_data_area(be->size), m->size);
 		goto refused;
 	}
-	err = bm_label_read_be(be, &lab);
+	err = read_label_deadline(m, be, &lab);
+	if (err == -ETIMEDOUT)
+		goto out; /* it connects but does not answer: still away */
 	if (err < 0) {
 		err = bm_error(err, "it came back without this mirror's label: "
 		               "%s", bm_last_error());
@@ -500,21 +556,51 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 		                       ? "another mirror" : "another member");
 		goto refused;
 	}
-	err = refuse_same_storage(m, c->path, be, idx);
+	/* Not under a server elsewhere (watched for seconds). */
+	err = bm_lease_check_free(be);
 	if (err < 0)
 		goto refused;
+
+	/* never waits behind an insert or removal: the next try will do */
+	if (pthread_mutex_trylock(&m->live_lock) != 0) {
+		err = -EBUSY;
+		goto out;
+	}
+	locked = true;
+	if (atomic_load(&c->state) != BM_CS_ABSENT || !c->rejoin) {
+		err = -ECANCELED;
+		goto out;
+	}
+	/* Another member's copy (the same component id), even where the
+	 * member list did not name it: the kernel cannot tell for URIs, and
+	 * no token is written to find out (this is tried every few
+	 * seconds). */
+	for (int i = 0; i < m->ncomp; i++) {
+		int st = atomic_load(&m->comp[i].state);
+		if (i != idx && st != BM_CS_ABSENT && st != BM_CS_REMOVED &&
+		    m->comp[i].label.component_id == lab.component_id) {
+			err = bm_error(EEXIST, "it came back as a copy of %s (the "
+			               "same component id)", m->comp[i].path);
+			goto refused;
+		}
+	}
 	pthread_mutex_lock(&m->meta_lock);
 	err = rejoin_allowed(m, idx, be, &lab, &inactive);
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)
 		goto refused;
-	/* Not under a server elsewhere, then ours before anything is
-	 * written to it. */
-	err = bm_lease_check_free(be);
-	if (err == 0)
-		err = bm_lease_add(m, idx, be);
+	/* Ours before anything is written to it; then its label again: one
+	 * written by another server during the watch (which then stopped)
+	 * is judged anew at the next try. */
+	err = bm_lease_add(m, idx, be);
 	if (err < 0)
 		goto refused;
+	leased = true;
+	err = read_label_deadline(m, be, &again);
+	if (err == 0 && !same_label(&lab, &again))
+		err = bm_error(EAGAIN, "its label changed while it was looked at");
+	if (err < 0)
+		goto out;
 
 	pthread_mutex_lock(&m->meta_lock);
 	c->label = lab;
@@ -543,14 +629,14 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	if (err < 0) {
 		c->be = NULL;
 		pthread_mutex_unlock(&m->meta_lock);
-		bm_lease_drop(m, idx);
 		err = bm_error(err, "it came back, but its label cannot be "
 		               "written: %s", strerror(-err));
 		goto refused;
 	}
 	atomic_store(&c->state, inactive ? BM_CS_INACTIVE : BM_CS_SYNCHRONIZING);
 	c->rejoin = false;
-	be = NULL; /* the slot owns it */
+	be = NULL; /* the slot owns it, and its lease is renewed */
+	leased = false;
 	update_degraded_locked(m);
 	if (relabel_all_locked(m) < 0)
 		fprintf(stderr, "blkmirror: %s: a label could not be updated "
@@ -571,12 +657,16 @@ refused:
 	if (err != -EBUSY) /* (EBUSY: another server holds it; retried) */
 		err = -EEXIST;
 out:
+	if (leased) /* (its lease block says ACTIVE until it expires) */
+		bm_lease_drop(m, idx);
 	if (be) {
 		if (be->ops->abort)
 			be->ops->abort(be);
 		be->ops->close(be);
 	}
-	pthread_mutex_unlock(&m->live_lock);
+	if (locked)
+		pthread_mutex_unlock(&m->live_lock);
+	bm_live_end(m);
 	return err;
 }
 
