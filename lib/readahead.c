@@ -82,8 +82,9 @@
  * a copy into its buffer, and sends its reply from there.  Each such read
  * counts one loan on each chunk it points into (c->lent, under the lock);
  * a chunk dropped from its stream while lent (passed, overwritten, its
- * stream ended) is only detached: its buffer stays out of the pool, so
- * never refilled for another chunk, until the last loan comes back
+ * stream ended) is only detached: its buffer is not given back to the
+ * chunk memory (chunkmem.c), so never refilled for another chunk (nor
+ * poisoned, under ASan, as idle), until the last loan comes back
  * (bm_ra_release, once the reply is sent or dropped).  The data a reply
  * sends is thus exactly what a copy at the time of the hit would have
  * held: a chunk's buffer is written only while it is pending, never once

@@ -4,7 +4,7 @@
 # they wait in the server's queue), a second connection rewrites their
 # range, a third reads elsewhere; every block of the replies is the right
 # block, old or new version (tests/tools/nbd_lend.c).  Under ASan a lent
-# buffer back in the pool while its reply waits is poisoned: the server's
+# buffer back in the chunk memory while its reply waits is poisoned: the server's
 # sendmsg would stop it.
 . "$(dirname "$0")/lib.sh"
 mkimg 64 a b

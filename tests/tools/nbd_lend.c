@@ -9,13 +9,14 @@
  *  - connection B rewrites that range (a new version): the write drops
  *    the chunks those replies point into;
  *  - connection C reads another range sequentially: new chunks take
- *    buffers from the read-ahead's pool, the dropped ones' among them;
+ *    buffers from the read-ahead's idle memory, the dropped ones' among
+ *    them;
  *  - A then reads its replies: every 4 KiB block must be the right block,
  *    untorn, of the old or the new version (the read raced the write).
- * A lent buffer given back to the pool while its reply waited would be
- * refilled with C's blocks (a wrong block number here) or, idle, poisoned
- * (AddressSanitizer stops the server at the sendmsg).  Exits 0 when all
- * held.
+ * A lent buffer given back to the chunk memory while its reply waited
+ * would be refilled with C's blocks (a wrong block number here) or, idle,
+ * poisoned (AddressSanitizer stops the server at the sendmsg).  Exits 0
+ * when all held.
  */
 #include <inttypes.h>
 #include <libnbd.h>
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
 		/* B: a new version over the range (drops the chunks) */
 		fill(b, base, SPAN, v + 1);
 		ver[i_base] = v + 1;
-		/* C: another stream takes chunk buffers from the pool */
+		/* C: another stream takes the idle chunk buffers */
 		for (uint64_t o = other; o < other + SPAN; o += IO) {
 			if (nbd_pread(c, one, IO, o, 0) < 0) {
 				fprintf(stderr, "read: %s\n", nbd_get_error());
