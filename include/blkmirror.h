@@ -127,16 +127,36 @@ enum bm_io_type {
 	BM_IO_WRITE_ZEROES,
 };
 #define BM_IO_FUA 1u /* write: durable on every component before done */
+/* read: the caller accepts the data in the mirror's own memory (seg[])
+ * instead of a copy into buf, and calls bm_io_release once it no longer
+ * reads it (the NBD server sends it from there: no copy). */
+#define BM_IO_BORROW 2u
+#define BM_IO_SEGS 4        /* a borrowed read spans at most this many pieces */
+
+/* A piece of a borrowed read's data; ref is the mirror's (bm_io_release). */
+struct bm_io_seg {
+	const void *base;
+	uint32_t len;
+	void *ref;
+};
 
 struct bm_io {
 	enum bm_io_type type;
-	uint32_t flags;     /* BM_IO_FUA */
+	uint32_t flags;     /* BM_IO_FUA, BM_IO_BORROW */
 	uint64_t offset;
 	uint32_t length;
 	void *buf;          /* read/write data; 4096-aligned is fastest */
 	/* Called exactly once, from any thread, with 0 or -errno. */
 	void (*done)(struct bm_io *io, int result);
 	void *opaque;       /* for the caller */
+	/* A BM_IO_BORROW read that completed with 0 may have been served from
+	 * the mirror's memory: then nseg > 0, the data is seg[0..nseg) in
+	 * order (buf is untouched), and it stays unchanged until
+	 * bm_io_release(io), which the caller must call exactly once (also
+	 * when it drops the reply).  nseg 0: the data is in buf as usual.
+	 * Set by the mirror (bm_mirror_submit zeroes nseg). */
+	unsigned nseg;
+	struct bm_io_seg seg[BM_IO_SEGS];
 };
 
 /*
@@ -145,6 +165,11 @@ struct bm_io {
  * May block briefly while a synchronization chunk overlaps a write.
  */
 int bm_mirror_submit(bm_mirror *m, struct bm_io *io);
+
+/* Gives back the memory a borrowed read's data is in (io->nseg > 0; then
+ * sets nseg to 0).  Any thread; never blocks for long.  Every borrowed
+ * read must be released before bm_mirror_close. */
+void bm_io_release(struct bm_io *io);
 
 /* Blocks until every submitted io has completed. */
 void bm_mirror_drain(bm_mirror *m);

@@ -13,6 +13,7 @@
 
 int bm_io_submit(struct bm_mirror *m, struct bm_io *io)
 {
+	io->nseg = 0; /* borrowed pieces: only bm_ra_read sets them */
 	if (io->type != BM_IO_FLUSH) {
 		if (io->offset > m->size || io->length > m->size - io->offset)
 			return bm_error(io->type == BM_IO_READ ? EINVAL : ENOSPC,
@@ -39,4 +40,11 @@ int bm_io_submit(struct bm_mirror *m, struct bm_io *io)
 		return bm_compio_write(m, io, bm_ra_invalidate);
 	}
 	return bm_error(EINVAL, "unknown request type %d", (int)io->type);
+}
+
+void bm_io_release(struct bm_io *io)
+{
+	if (io->nseg)
+		bm_ra_release(io->seg, io->nseg);
+	io->nseg = 0;
 }

@@ -76,6 +76,23 @@
  * are freed when they land.  Reads waiting on a dropped chunk are re-read
  * directly.  A chunk that fails is dropped the same way and its component
  * is reported (io.c fails it out if the direct read fails too).
+ *
+ * Lent buffers.  A caller that opts in (BM_IO_BORROW: the NBD server) gets
+ * a hit as pointers into the chunks (up to BM_IO_SEGS of them) instead of
+ * a copy into its buffer, and sends its reply from there.  Each such read
+ * counts one loan on each chunk it points into (c->lent, under the lock);
+ * a chunk dropped from its stream while lent (passed, overwritten, its
+ * stream ended) is only detached: its buffer is not given back to the
+ * chunk memory (chunkmem.c), so never refilled for another chunk (nor
+ * poisoned, under ASan, as idle), until the last loan comes back
+ * (bm_ra_release, once the reply is sent or dropped).  The data a reply
+ * sends is thus exactly what a copy at the time of the hit would have
+ * held: a chunk's buffer is written only while it is pending, never once
+ * it served a read.  So a write that drops a lent chunk is concurrent with
+ * the read that hit it, which may return the old data; a read issued
+ * after the write's acknowledgement finds the chunk gone, as before.  A
+ * lent chunk still counts in the memory cap (ra->bytes) and in nchunks,
+ * so bm_ra_destroy waits for the loans too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -121,6 +138,8 @@ struct ra_chunk {
 	uint64_t t_issue;
 	uint64_t q_mark;         /* its component's issued_cum before it */
 	void *buf;
+	unsigned lent;           /* reads served from buf and not released:
+	                          * while > 0 the chunk is not freed */
 	struct ra_chunk *next;   /* in the stream, or on an issue list */
 	struct bm_breq br;
 };
@@ -167,6 +186,14 @@ static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 	free(c);
 }
 
+/* The read-ahead lets go of a chunk that has landed (lock held): freed
+ * now, or by the last bm_ra_release if replies still send from it. */
+static void chunk_drop(struct bm_readahead *ra, struct ra_chunk *c)
+{
+	if (!c->lent)
+		chunk_free(ra, c);
+}
+
 /* Detaches c and every chunk after it from its stream (lock held). */
 static void truncate_from(struct bm_readahead *ra, struct ra_stream *s,
                           struct ra_chunk *from)
@@ -187,7 +214,7 @@ static void truncate_from(struct bm_readahead *ra, struct ra_stream *s,
 		from->s = NULL;
 		from->next = NULL;
 		if (from->state != CH_PENDING)
-			chunk_free(ra, from);
+			chunk_drop(ra, from);
 		from = n;
 	}
 }
@@ -204,7 +231,7 @@ static void release_behind(struct bm_readahead *ra, struct ra_stream *s,
 		c->s = NULL;
 		c->next = NULL;
 		if (c->state != CH_PENDING)
-			chunk_free(ra, c);
+			chunk_drop(ra, c);
 		s->ra_start = s->head ? s->head->off : s->ra_end;
 	}
 	if (!s->head)
@@ -582,6 +609,58 @@ static void copy_out(struct ra_stream *s, struct bm_io *io)
 	}
 }
 
+/* Serves a covered read (every chunk under it READY): lends the chunks'
+ * buffers if the caller accepts it and the read spans at most BM_IO_SEGS
+ * chunks, else copies (lock held). */
+static void serve_out(struct bm_readahead *ra, struct ra_stream *s,
+                      struct bm_io *io)
+{
+	uint64_t end = io->offset + io->length;
+	unsigned n = 0;
+
+	if (io->flags & BM_IO_BORROW) {
+		for (struct ra_chunk *c = s->head; c && c->off < end; c = c->next)
+			if (c->off + c->len > io->offset && ++n > BM_IO_SEGS)
+				break;
+	}
+	if (!n || n > BM_IO_SEGS) {
+		copy_out(s, io);
+		return;
+	}
+	n = 0;
+	for (struct ra_chunk *c = s->head; c && c->off < end; c = c->next) {
+		uint64_t a = c->off > io->offset ? c->off : io->offset;
+		uint64_t b = c->off + c->len < end ? c->off + c->len : end;
+		if (a >= b)
+			continue;
+		c->lent++;
+		io->seg[n++] = (struct bm_io_seg){(char *)c->buf + (a - c->off),
+		                                  (uint32_t)(b - a), c};
+	}
+	io->nseg = n;
+	ra->lent++;
+}
+
+void bm_ra_release(const struct bm_io_seg *seg, unsigned n)
+{
+	struct ra_chunk *c0 = seg[0].ref;
+	struct bm_readahead *ra = &c0->m->ra;
+
+	/* a last loan frees the chunk (nchunks falls): bm_ra_destroy waits
+	 * for this call to end too, as for chunk_done */
+	atomic_fetch_add(&ra->landing, 1);
+	pthread_mutex_lock(&ra->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct ra_chunk *c = seg[i].ref;
+		/* dropped meanwhile (c->s NULL; it had landed: lent chunks are
+		 * READY) and this was its last loan: free it now */
+		if (--c->lent == 0 && !c->s)
+			chunk_free(ra, c);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	atomic_fetch_sub(&ra->landing, 1);
+}
+
 static void chunk_done(struct bm_breq *br, int result);
 
 static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
@@ -666,7 +745,7 @@ static void check_waiters(struct bm_readahead *ra, struct ra_stream *s,
 		}
 		*pp = w->next;
 		if (cov > 0) {
-			copy_out(s, w->io);
+			serve_out(ra, s, w->io);
 			ra->wait_ns += now - w->t0;
 			ra->served++;
 			w->next = *done_list;
@@ -1024,7 +1103,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	atomic_fetch_add(&m->ios_inflight, 1);
 	bm_io_begin(m);
 	if (cov > 0) {
-		copy_out(s, io);
+		serve_out(ra, s, io);
 		ra->served++;
 		w->next = done_list;
 		done_list = w;
@@ -1136,9 +1215,10 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 
 	bm_ra_drop_all(m);
 	if (ra_debug()) {
-		fprintf(stderr, "ra: %llu reads served, %.1f ms waiting for chunks, "
-		        "%llu streams ended for another\n",
-		        (unsigned long long)m->ra.served, (double)m->ra.wait_ns / 1e6,
+		fprintf(stderr, "ra: %llu reads served (%llu from lent buffers), "
+		        "%.1f ms waiting for chunks, %llu streams ended for another\n",
+		        (unsigned long long)m->ra.served,
+		        (unsigned long long)m->ra.lent, (double)m->ra.wait_ns / 1e6,
 		        (unsigned long long)m->ra.ended);
 		for (int i = 0; i < m->ncomp; i++)
 			fprintf(stderr, "ra: comp %d: chunk %u, %.1f MB/s, %llu waits, "

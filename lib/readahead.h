@@ -69,6 +69,7 @@ struct bm_readahead {
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
 	uint64_t ended;          /* streams ended for another (drop_stale) */
+	uint64_t lent;           /* reads served from lent buffers (BM_IO_BORROW) */
 };
 
 struct bm_mirror;
@@ -82,6 +83,9 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io);
 /* Drops read-ahead data overlapping a write (called when the write is
  * submitted and again before it is acknowledged). */
 void bm_ra_invalidate(struct bm_mirror *m, uint64_t off, uint64_t len);
+/* Gives back the loans of a read served from chunk buffers (bm_io_release:
+ * seg[0..n), n > 0, all of one mirror); frees chunks dropped meanwhile. */
+void bm_ra_release(const struct bm_io_seg *seg, unsigned n);
 /* Drops everything (algorithm change, component state change). */
 void bm_ra_drop_all(struct bm_mirror *m);
 /* A few times a second (the event thread): drops streams idle for

@@ -23,6 +23,17 @@
  * read's buffer goes back to the pool (reused warm) when its reply has
  * been sent; a write's when the write completes.
  *
+ * Read-ahead hits are not copied: reads are submitted with BM_IO_BORROW,
+ * and a hit comes back as pointers into the read-ahead's chunks (io.seg),
+ * which the reply is sent from (its request buffer goes back to the pool
+ * at once).  The loan is given back (bm_io_release) where the buffer
+ * would have been: in reply_finished_locked, when the last byte of the
+ * reply went into the socket or the reply was dropped (dead connection,
+ * failed send, stop), which every request passes through exactly once.
+ * A connection has at most BORROW_MAX such reads at once, so that a
+ * client that does not read its replies pins little of the read-ahead
+ * memory (shared by every client).
+ *
  * A connection is freed when both its reader and its writer have stopped;
  * the writer stops only when the reader has and no request is pending, so
  * a completion never finds its connection gone.
@@ -71,8 +82,11 @@
  * (at most) before its connection is dropped; the writer looks this often. */
 #define STOP_REPLY_GRACE_MS 3000
 #define WRITER_POLL_MS 1000
-/* Replies gathered into one sendmsg: two iovecs each (header, data). */
+/* Replies gathered into one sendmsg: up to 1 + BM_IO_SEGS iovecs each
+ * (header, data pieces). */
 #define SEND_IOV_MAX 64
+/* Reads of one connection submitted with BM_IO_BORROW and not finished. */
+#define BORROW_MAX 16
 
 /*
  * Bytes in flight against a cap.  take() is one compare-and-swap when there
@@ -116,6 +130,7 @@ struct conn {
 	atomic_bool dead;          /* replies can no longer be sent */
 	struct budget bytes;
 	atomic_int pending;        /* requests whose reply is not finished */
+	atomic_int borrowing;      /* reads with BM_IO_BORROW not finished */
 	pthread_mutex_t send_lock; /* the queue, sending, free_reqs, reader_done */
 	pthread_cond_t send_cond;  /* the writer waits for work */
 	struct nreq *q_head, *q_tail; /* replies not all sent yet, in order */
@@ -328,6 +343,10 @@ static void reply_finished_locked(struct conn *c, struct nreq *r)
 	budget_give(&c->bytes, r->charge);
 	budget_give(&c->srv->bytes, r->charge);
 	bm_buf_put(r->io.buf, r->buf_len);
+	if (r->io.flags & BM_IO_BORROW) {
+		bm_io_release(&r->io); /* the read-ahead's chunks, if lent */
+		atomic_fetch_sub(&c->borrowing, 1);
+	}
 	if (c->nfree < SPARE_REQS_MAX) {
 		r->next = c->free_reqs;
 		c->free_reqs = r;
@@ -373,15 +392,31 @@ static int queue_gather_locked(struct conn *c, struct iovec *iov, int max)
 {
 	int n = 0;
 
-	for (struct nreq *r = c->q_head; r && n + 2 <= max; r = r->next) {
+	for (struct nreq *r = c->q_head;
+	     r && n + 1 + (r->io.nseg ? (int)r->io.nseg : 1) <= max;
+	     r = r->next) {
 		if (r->sent < sizeof(r->hdr))
 			iov[n++] = (struct iovec){r->hdr + r->sent,
 			                          sizeof(r->hdr) - r->sent};
-		if (r->data_len) {
-			uint32_t dsent = r->sent > sizeof(r->hdr)
-			                 ? r->sent - (uint32_t)sizeof(r->hdr) : 0;
+		if (!r->data_len)
+			continue;
+		uint32_t dsent = r->sent > sizeof(r->hdr)
+		                 ? r->sent - (uint32_t)sizeof(r->hdr) : 0;
+		if (!r->io.nseg) {
 			iov[n++] = (struct iovec){(char *)r->io.buf + dsent,
 			                          r->data_len - dsent};
+			continue;
+		}
+		/* a hit lent by the read-ahead: its pieces, in order */
+		for (unsigned i = 0; i < r->io.nseg; i++) {
+			const struct bm_io_seg *g = &r->io.seg[i];
+			if (dsent >= g->len) {
+				dsent -= g->len;
+				continue;
+			}
+			iov[n++] = (struct iovec){(char *)g->base + dsent,
+			                          g->len - dsent};
+			dsent = 0;
 		}
 	}
 	return n;
@@ -592,6 +627,16 @@ static void request_done(struct bm_io *io, int result)
 	struct conn *c = r->c;
 	bool has_data = r->type == NBD_CMD_READ && result == 0 && io->length;
 
+	if (has_data && io->nseg && io->buf) {
+		/* served from the read-ahead's memory: the reply is sent from
+		 * there, the request's buffer is not needed (its charge stays
+		 * until the reply is sent) */
+		bm_buf_put(io->buf, r->buf_len);
+		io->buf = NULL;
+	} else if ((io->flags & BM_IO_BORROW) && !io->nseg) {
+		atomic_fetch_sub(&c->borrowing, 1); /* nothing lent */
+		io->flags &= ~BM_IO_BORROW;
+	}
 	if (!has_data && io->buf) {
 		/* A write's payload (or a failed read's buffer) is not needed
 		 * for the reply: give it back now. */
@@ -763,7 +808,14 @@ static int start_request(struct conn *c, struct inbuf *in,
 	r->io.flags = (q->flags & NBD_CMD_FLAG_FUA) ? BM_IO_FUA : 0;
 	r->io.done = request_done;
 	switch (q->type) {
-	case NBD_CMD_READ: r->io.type = BM_IO_READ; break;
+	case NBD_CMD_READ:
+		r->io.type = BM_IO_READ;
+		/* a read-ahead hit may be lent (sent without a copy) */
+		if (atomic_fetch_add(&c->borrowing, 1) < BORROW_MAX)
+			r->io.flags |= BM_IO_BORROW;
+		else
+			atomic_fetch_sub(&c->borrowing, 1);
+		break;
 	case NBD_CMD_WRITE: r->io.type = BM_IO_WRITE; break;
 	case NBD_CMD_FLUSH: r->io.type = BM_IO_FLUSH; break;
 	case NBD_CMD_TRIM: r->io.type = BM_IO_TRIM; break;
