@@ -534,7 +534,6 @@ static void *loop_main(void *arg)
 		 * completed) wakes us: it sees sleeping set, or we see its
 		 * change under call_lock below. */
 		atomic_store(&nb->sleeping, true);
-		atomic_thread_fence(memory_order_seq_cst); /* sleeping, then the queue */
 		pthread_mutex_lock(&nb->call_lock);
 		busy = nb->done_head != NULL || (!dead && check_over_locked(nb));
 		dir = dead ? 0 : nbd_aio_get_direction(nb->h);
@@ -592,25 +591,15 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-/* A submitter (not this backend's loop) issues what is queued if the loop
- * is asleep and no other thread is inside libnbd; if one is, that thread
- * issues it after it lets go of call_lock (it looks at the queue then).
- * When the loop is awake the submitter leaves its command to the loop,
- * which issues the queue at the top of every round: a submitter holding
- * call_lock across libnbd's send made the awake loop block on call_lock
- * (a futex wake-up and a sleep for one request), and commands queued while
- * the loop delivers go out together.  No command is left behind: the
- * submitter queues, then reads sleeping; the loop sets sleeping, then
- * looks at the queue before it polls (each with a full fence between), so
- * at least one of them sees the other.  Wakes the loop only when it must
- * look at the connection again. */
+/* A submitter (not this backend's loop) issues what is queued if no other
+ * thread is inside libnbd; if one is, that thread issues it after it lets
+ * go of call_lock (it looks at the queue then).  Wakes the loop only when
+ * it must look at the connection again. */
 static void submit_queued(struct nbd_backend *nb)
 {
 	bool must_look = false;
 
-	atomic_thread_fence(memory_order_seq_cst); /* the queue, then sleeping */
-	while (atomic_load(&nb->sleeping)) {
-		/* our command is on the queue, or already taken by another */
+	do { /* our command is on the queue, or already taken by another */
 		if (pthread_mutex_trylock(&nb->call_lock) != 0)
 			break;
 		issue_queued_locked(nb);
@@ -618,9 +607,7 @@ static void submit_queued(struct nbd_backend *nb)
 		            (nbd_aio_get_direction(nb->h) &
 		             LIBNBD_AIO_DIRECTION_WRITE);
 		pthread_mutex_unlock(&nb->call_lock);
-		if (queue_empty(nb))
-			break;
-	}
+	} while (!queue_empty(nb));
 	if (must_look && atomic_load(&nb->sleeping))
 		wake(nb); /* awake, it looks before it polls again */
 }
