@@ -632,6 +632,11 @@ static void *loop_main(void *arg)
 			 .events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
 			                   ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0))},
 		};
+		/* Only poll says when to read: a speculative notify_read (to
+		 * save the poll per reply) on an idle socket moves libnbd 1.14
+		 * from READY to waiting for a reply, and a command given to it
+		 * then is only queued until a reply comes: with nothing in
+		 * flight, never (tried; the label's first read hung). */
 		/* dir is never 0 on a live connection; if it were, polling the
 		 * socket for nothing could spin on a hang-up */
 		int np = poll(pfd, (dead || dir == 0) ? 1 : 2, -1);
