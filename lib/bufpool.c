@@ -37,14 +37,7 @@
 #include "blkmirror.h"
 #include "bufpool.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "asan_poison.h"
 
 #define MIN_SHIFT 12
 #define MAX_SHIFT 25                 /* 32 MiB = BM_MAX_IO */

@@ -6,31 +6,25 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 32 a b r.img
-start_r() {
-  rm -f "$T/r.sock"
-  nbdkit -U "$T/r.sock" -P "$T/r.pid" file "$T/r.img" >>"$T/r.log" 2>&1
-  for _ in $(seq 1 100); do [ -s "$T/r.pid" ] && break; sleep 0.05; done
-  PIDS+=("$(cat "$T/r.pid")")
-}
-start_r
-ruri="nbd+unix:///?socket=$T/r.sock"
+filedisk r "$T/r.img"
+ruri=$(disk_uri r)
 bm label -n m0 "$T/a" "$T/b" "$ruri"
-kill "$(cat "$T/r.pid")"; rm -f "$T/r.pid"
+disk_kill r
 mv "$T/b" "$T/b.away"
 serve m0
 out=$(bm status m0) || true
 grep -q "$T/b (ABSENT" <<<"$out" || fail "b not ABSENT: $out"
-grep -q "r.sock (ABSENT" <<<"$out" || fail "the export not ABSENT: $out"
+grep -q "r.disk.sock (ABSENT" <<<"$out" || fail "the export not ABSENT: $out"
 u=$(uri m0)
 qemu-io -f raw "$u" -c 'write -P 0x41 0 2M' -c 'write -P 0x42 30M 1M' >/dev/null ||
   fail "write while degraded failed"
 mv "$T/b.away" "$T/b"
-start_r
+filedisk r "$T/r.img"
 wait_complete m0
 out=$(bm status m0)
 echo "$out"
 grep -q "$T/b (ACTIVE" <<<"$out" || fail "b not ACTIVE: $out"
-grep -q "r.sock (ACTIVE" <<<"$out" || fail "the export not ACTIVE: $out"
+grep -q "r.disk.sock (ACTIVE" <<<"$out" || fail "the export not ACTIVE: $out"
 grep -q "ComponentBack .*$T/b: .*absent" "$T/m0.log" || fail "no ComponentBack for b in the log"
 qemu-io -f raw "$u" -c 'write -P 0x43 4M 1M' >/dev/null || fail "write after the rejoin failed"
 stop m0

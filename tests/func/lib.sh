@@ -159,6 +159,15 @@ disk() {
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
 disk_uri() { echo "nbd+unix:///?socket=$T/$1.disk.sock"; }
+# filedisk NAME IMAGE: nbdkit serving the file IMAGE on $(disk_uri NAME);
+# call it again to bring the disk back after disk_kill NAME
+filedisk() {
+  rm -f "$T/$1.disk.sock" "$T/$1.disk.pid"
+  nbdkit -U "$T/$1.disk.sock" -P "$T/$1.disk.pid" file "$2" >>"$T/$1.disk.log" 2>&1 ||
+    fail "nbdkit for $1 did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$1.disk.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/$1.disk.pid")")
+}
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
 
 # hold_client ID URI: an NBD client (qemu-io reading commands from a FIFO)
