@@ -136,7 +136,7 @@ static int relabel_all_locked(struct bm_mirror *m)
  * not a local path, a token written through it and looked for through the
  * others (in the reserved area, never in the data). */
 static int refuse_same_storage(struct bm_mirror *m, const char *path,
-                               struct bm_backend *be, int except)
+                               struct bm_backend *be)
 {
 	const char *paths[BM_MAX_COMPONENTS + 1];
 	struct bm_backend *bes[BM_MAX_COMPONENTS + 1];
@@ -146,7 +146,7 @@ static int refuse_same_storage(struct bm_mirror *m, const char *path,
 	int err = 0;
 
 	for (int i = 0; i < m->ncomp; i++)
-		if (i != except && bm_comp_present(&m->comp[i])) {
+		if (bm_comp_present(&m->comp[i])) {
 			idx[n] = i;
 			paths[n++] = m->comp[i].path;
 		}
@@ -200,7 +200,7 @@ static int check_new(struct bm_mirror *m, const char *path,
 		                "needs %" PRIu64 " (its %" PRIu64 " bytes of data "
 		                "and %u of metadata)", path, be->size, m->name,
 		                m->size + BM_META_SIZE, m->size, BM_META_SIZE);
-	err = refuse_same_storage(m, path, be, -1);
+	err = refuse_same_storage(m, path, be);
 	if (err < 0)
 		return err;
 	err = bm_label_read_be(be, &l);
@@ -479,10 +479,8 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 	return err;
 }
 
-/* The label of be, read with the mirror's io-timeout (a component that
- * connects and then does not answer must not hold the recovery thread). */
-static int read_label_deadline(struct bm_mirror *m, struct bm_backend *be,
-                               struct bm_label *l)
+int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,
+                          struct bm_label *l)
 {
 	uint8_t *buf;
 	int err;
@@ -541,7 +539,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 		               bm_data_area(be->size), m->size);
 		goto refused;
 	}
-	err = read_label_deadline(m, be, &lab);
+	err = bm_label_read_timeout(m, be, &lab);
 	if (err == -ETIMEDOUT)
 		goto out; /* it connects but does not answer: still away */
 	if (err < 0) {
@@ -596,7 +594,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	if (err < 0)
 		goto refused;
 	leased = true;
-	err = read_label_deadline(m, be, &again);
+	err = bm_label_read_timeout(m, be, &again);
 	if (err == 0 && !same_label(&lab, &again))
 		err = bm_error(EAGAIN, "its label changed while it was looked at");
 	if (err < 0)

@@ -285,6 +285,10 @@ struct bm_mirror {
 /* assemble.c: a random nonzero id; the label of an open component. */
 uint64_t bm_random_id(void);
 int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
+/* live.c: the same, read with the mirror's io-timeout (a component that
+ * connects and then does not answer holds no thread); -ETIMEDOUT then. */
+int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,
+                          struct bm_label *l);
 
 /* live.c: bm_mirror_close calls it first: no insert or removal starts
  * after it, and the one that runs has ended when it returns. */

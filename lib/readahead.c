@@ -524,6 +524,20 @@ static bool add_chunk(struct bm_mirror *m, struct ra_stream *s, int comp,
 	return true;
 }
 
+/* add_chunk, and once per extend, when memory is short, again after the
+ * streams whose client has gone gave theirs up (lock held). */
+static bool add_chunk_reclaim(struct bm_mirror *m, struct ra_stream *s,
+                              int comp, struct ra_chunk **issue,
+                              bool *reclaimed)
+{
+	if (add_chunk(m, s, comp, issue))
+		return true;
+	if (*reclaimed)
+		return false;
+	*reclaimed = true;
+	return drop_stale(m, s) && add_chunk(m, s, comp, issue);
+}
+
 /* A readable component with no chunk in flight, or -1 (lock held). */
 static int idle_comp(struct bm_mirror *m)
 {
@@ -558,20 +572,12 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 
 	while (s->ra_end < target) {
 		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
-		if (comp < 0)
-			return;
-		if (!add_chunk(m, s, comp, issue) &&
-		    (reclaimed || !(reclaimed = drop_stale(m, s)) ||
-		     !add_chunk(m, s, comp, issue)))
+		if (comp < 0 || !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
 			return;
 	}
 	while (s->ra_end < beyond) {
 		int comp = idle_comp(m);
-		if (comp < 0)
-			return;
-		if (!add_chunk(m, s, comp, issue) &&
-		    (reclaimed || !(reclaimed = drop_stale(m, s)) ||
-		     !add_chunk(m, s, comp, issue)))
+		if (comp < 0 || !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
 			return;
 	}
 }

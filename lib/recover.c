@@ -155,21 +155,13 @@ static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 static int check_label(struct bm_mirror *m, struct bm_component *c,
                        struct bm_backend *be)
 {
-	uint8_t *buf;
 	struct bm_label l;
 	int err;
 
 	if (bm_data_area(be->size) < m->size)
 		return bm_error(ENOSPC, "it came back smaller (%llu bytes)",
 		                (unsigned long long)be->size);
-	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
-		return -ENOMEM;
-	err = bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, BM_LABEL_SIZE,
-	                                 bm_label_offset(be->size), 0,
-	                                 atomic_load(&m->io_timeout_ms));
-	if (err == 0)
-		err = bm_label_decode(buf, BM_LABEL_SIZE, &l);
-	free(buf);
+	err = bm_label_read_timeout(m, be, &l);
 	if (err < 0)
 		return err;
 	if (l.mirror_id != c->label.mirror_id ||
