@@ -859,6 +859,8 @@ void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes)
 	pthread_mutex_unlock(&m->ra.lock);
 	if (bytes == 0)
 		bm_ra_drop_all(m);
+	/* idle chunk memory is kept mapped: within the new cap */
+	bm_chunkmem_limit(&m->ra.mem, bytes);
 }
 
 void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds)

@@ -25,8 +25,10 @@
  * by how far it is touched (bm_chunkbuf.touched), not by its chunk.  When the read-ahead goes idle
  * the idle buffers are given to the kernel with MADV_FREE (taken only
  * when it needs memory; until then still there, and a write makes a page
- * ours again, no fault), and after a long idle they are unmapped
- * (readahead.c's tick decides when).  The read-ahead writes a chunk's
+ * ours again, no fault); they stay mapped until the limit falls
+ * (bm_chunkmem_limit) or the mirror closes.  bm_chunkmem_warm touches
+ * idle buffers ahead of use (readahead.c's tick, before the first
+ * stream).  The read-ahead writes a chunk's
  * whole length (the component's read) before anything reads it, so a
  * page the kernel took back (read as zeros) is never served.
  *
@@ -177,6 +179,60 @@ void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 		p->idle_resident += b->touched;
 		shed_idle(p, 0, limit, &shed);
 	}
+	pthread_mutex_unlock(&p->lock);
+	unmap_list(shed);
+}
+
+size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
+{
+	struct bm_chunkbuf *b;
+
+	len = page_up(len);
+	if (len > BM_CHUNKMEM_SPAN)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	bool room = p->resident + len <= target;
+	if (room)
+		p->resident += len; /* reserved now: a chunk meanwhile sees it */
+	pthread_mutex_unlock(&p->lock);
+	if (!room)
+		return 0;
+	b = calloc(1, sizeof(*b));
+	void *base = b ? mmap(NULL, BM_CHUNKMEM_SPAN, PROT_READ | PROT_WRITE,
+	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+	               : MAP_FAILED;
+	if (base == MAP_FAILED) {
+		free(b);
+		pthread_mutex_lock(&p->lock);
+		p->resident -= len;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	/* one write per page makes it ours (the kernel clears it) */
+	for (size_t off = 0; off < len; off += 4096)
+		((volatile char *)base)[off] = 0;
+	b->base = base;
+	b->span = BM_CHUNKMEM_SPAN;
+	b->touched = len;
+	pthread_mutex_lock(&p->lock);
+	POISON(b->base, b->touched);
+	b->next = p->idle;
+	p->idle = b;
+	p->idle_resident += len;
+	p->maps++;
+	p->warmed += len;
+	if (p->resident > p->peak)
+		p->peak = p->resident;
+	pthread_mutex_unlock(&p->lock);
+	return len;
+}
+
+void bm_chunkmem_limit(struct bm_chunkmem *p, uint64_t limit)
+{
+	struct bm_chunkbuf *shed = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	shed_idle(p, 0, limit, &shed);
 	pthread_mutex_unlock(&p->lock);
 	unmap_list(shed);
 }

@@ -26,6 +26,7 @@ struct bm_chunkmem {
 	uint64_t maps;           /* buffers mapped, ever */
 	uint64_t fresh;          /* bytes touched for the first time, ever */
 	uint64_t peak;           /* most resident at once, ever */
+	uint64_t warmed;         /* bytes touched ahead of use (warm) */
 };
 
 void bm_chunkmem_init(struct bm_chunkmem *p);
@@ -40,6 +41,15 @@ void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 /* The users went idle: the idle buffers' pages may be taken by the kernel
  * when it needs memory (MADV_FREE), but stay mapped and, until then,
  * resident, so the next stream does not fault them in again. */
+/* Maps one idle buffer and touches len bytes of it, if the resident
+ * bytes stay within target; the bytes touched, 0 when there is no room
+ * (or no memory).  Runs off the data path: the pages are the kernel's
+ * dearest (a fault and a clear each, and in a virtual machine whose free
+ * memory goes back to the host, the host's fault too). */
+size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target);
+/* Unmaps idle buffers, the least touched first, until the resident bytes
+ * are within limit (a smaller cap). */
+void bm_chunkmem_limit(struct bm_chunkmem *p, uint64_t limit);
 void bm_chunkmem_soft_trim(struct bm_chunkmem *p);
 /* Unmaps every idle buffer. */
 void bm_chunkmem_trim(struct bm_chunkmem *p);

@@ -2,7 +2,9 @@
  * grows touches only the difference, a warm buffer serves the next chunk
  * of any size, what is resident stays within the limit (idle buffers are
  * unmapped, the least touched first), chunks above the span are never
- * kept, and the soft trim keeps buffers mapped and usable. */
+ * kept, the soft trim keeps buffers mapped and usable, warm buffers
+ * serve chunks without a fresh touch, and a lower limit sheds idle
+ * buffers at once. */
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -141,6 +143,43 @@ static void soft_trim_keeps_buffers(void)
 	bm_chunkmem_destroy(&p);
 }
 
+static void warm_serves_without_fresh_touch(void)
+{
+	struct bm_chunkmem p;
+	bm_chunkmem_init(&p);
+	/* up to the target, in buffers of the given size */
+	CHECK_EQ(bm_chunkmem_warm(&p, 8 * MiB, 20 * MiB), 8 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 8 * MiB, 20 * MiB), 8 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 8 * MiB, 20 * MiB), 0); /* 24 > 20 */
+	CHECK_EQ(p.resident, 16 * MiB);
+	CHECK_EQ(p.idle_resident, 16 * MiB);
+	CHECK_EQ(p.warmed, 16 * MiB);
+	CHECK_EQ(p.fresh, 0);
+	CHECK_EQ(p.maps, 2);
+	/* chunks of that size or smaller take them: nothing touched fresh
+	 * (the limit has no room for a fresh 4 MiB one beside them) */
+	struct bm_chunkbuf *a = bm_chunkmem_get(&p, 8 * MiB, 16 * MiB);
+	struct bm_chunkbuf *b = bm_chunkmem_get(&p, 4 * MiB, 16 * MiB);
+	CHECK(a && b && a != b);
+	CHECK_EQ(a->touched, 8 * MiB);
+	CHECK_EQ(b->touched, 8 * MiB);
+	CHECK_EQ(p.fresh, 0);
+	CHECK_EQ(p.maps, 2);
+	memset(a->base, 7, 8 * MiB);
+	memset(b->base, 8, 4 * MiB);
+	bm_chunkmem_put(&p, a, 16 * MiB);
+	bm_chunkmem_put(&p, b, 16 * MiB);
+	/* larger than the span: nothing warmed */
+	CHECK_EQ(bm_chunkmem_warm(&p, (size_t)BM_CHUNKMEM_SPAN + 4096, 1ull << 30), 0);
+	/* a lower limit: idle buffers go, the least touched first */
+	bm_chunkmem_limit(&p, 8 * MiB);
+	CHECK_EQ(p.resident, 8 * MiB);
+	bm_chunkmem_limit(&p, 0);
+	CHECK_EQ(p.resident, 0);
+	CHECK(p.idle == NULL);
+	bm_chunkmem_destroy(&p);
+}
+
 int main(void)
 {
 	growth_touches_the_difference();
@@ -148,5 +187,6 @@ int main(void)
 	limit_sheds_least_touched();
 	above_span_not_kept();
 	soft_trim_keeps_buffers();
+	warm_serves_without_fresh_touch();
 	return check_exit();
 }
