@@ -10,7 +10,10 @@
  *
  * What.  Reads are matched to sequential streams (BM_RA_STREAMS at once,
  * from any connection: a read that starts where a stream's last read ended,
- * or inside its read-ahead window, belongs to it).  After two sequential
+ * or inside its read-ahead window, or a few of its lengths past the front
+ * (reads that come out of order, as a file system's do), belongs to it;
+ * one a little behind the front is a straggler, read directly without
+ * starting a stream of its own: near_front).  After two sequential
  * reads the stream reads ahead: the range after the client's position is
  * cut into chunks, issued in stream order.  Until every component has a
  * measured speed, each chunk goes to the component with the fewest chunks
@@ -117,6 +120,8 @@
 #define RA_IDLE_MS 1000
 #define RA_WARM_PER_TICK (64u << 20) /* chunk memory touched per tick
                                         before the first stream */
+#define RA_REORDER_READS 8        /* a read this many of its lengths from a
+                                     stream's front is the stream's */
 #define RA_STALE_MS 50            /* a stream not read for this long since
                                      another began has ended (drop_stale) */
 #define RA_CHUNK_MIN (512u << 10)
@@ -761,6 +766,7 @@ static void check_waiters(struct bm_readahead *ra, struct ra_stream *s,
 			serve_out(ra, s, w->io);
 			ra->wait_ns += now - w->t0;
 			ra->served++;
+			ra->served_bytes += w->io->length;
 			w->next = *done_list;
 			*done_list = w;
 		} else {
@@ -1031,6 +1037,43 @@ static void chunk_done(struct bm_breq *br, int result)
 }
 
 /* The stream this read belongs to, or a slot for a new one (lock held). */
+/* Out of order: a file system's reads through a loop device arrive
+ * several at a time (1 MiB and 256 KiB from the kernel's read-ahead), and
+ * a read often lands a few reads' lengths past the stream's front, the
+ * gap filled a moment later (up to ~6 MiB behind the front, seen with
+ * nbdfuse).  A read up to RA_REORDER_READS of its own length ahead of the
+ * front belongs to the stream (AHEAD).  One behind the front by up to
+ * that, or half the stream's window, and outside its chunks is a
+ * straggler: read directly, and it must not start a stream of its own,
+ * which would take the read-ahead away from the real one.  A small read
+ * far from every stream (random I/O) is neither; *dist: how far from the
+ * front (lock held). */
+enum { FAR, AHEAD, STRAGGLER };
+static int near_front(const struct ra_stream *s, const struct bm_io *io,
+                      uint64_t *dist)
+{
+	uint64_t ahead = (uint64_t)io->length * RA_REORDER_READS;
+	uint64_t behind = ahead > s->window / 2 ? ahead : s->window / 2;
+
+	if (io->offset > s->next && io->offset <= s->next + ahead) {
+		*dist = io->offset - s->next;
+		return AHEAD;
+	}
+	if (io->offset < s->next && io->offset + behind >= s->next) {
+		*dist = s->next - io->offset;
+		return STRAGGLER;
+	}
+	return FAR;
+}
+
+/* A read behind s's front by lag: s keeps its chunks that far behind
+ * (release_behind), up to half its window (lock held). */
+static void learn_reorder(struct ra_stream *s, uint64_t lag)
+{
+	if (lag > s->reorder && lag <= s->window / 2)
+		s->reorder = lag;
+}
+
 static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
                                      bool *is_new, struct ra_wait **fallback)
 {
@@ -1038,9 +1081,13 @@ static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
 	long long now = bm_now_ms();
 	struct ra_stream *free_slot = NULL, *lru = NULL;
 
+	struct ra_stream *near[3] = { NULL, NULL, NULL };
+	uint64_t near_dist[3] = { 0, 0, 0 };
+
 	*is_new = false;
 	for (int i = 0; i < BM_RA_STREAMS; i++) {
 		struct ra_stream *s = &ra->streams[i];
+		uint64_t d;
 		if (s->used && now - s->last_ms > RA_IDLE_MS && !s->waiting)
 			stream_drop(ra, s, fallback);
 		if (!s->used) {
@@ -1052,9 +1099,20 @@ static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
 		    (s->head && io->offset >= s->ra_start &&
 		     io->offset < s->ra_end))
 			return s;
+		int k = near_front(s, io, &d);
+		if (k != FAR && (!near[k] || d < near_dist[k])) {
+			near[k] = s;
+			near_dist[k] = d;
+		}
 		if (!s->waiting && (!lru || s->last_ms < lru->last_ms ||
 		                    (!s->head && lru->head)))
 			lru = s;
+	}
+	if (near[AHEAD])
+		return near[AHEAD];
+	if (near[STRAGGLER]) {
+		learn_reorder(near[STRAGGLER], near_dist[STRAGGLER]);
+		return NULL;
 	}
 	struct ra_stream *s = free_slot ? free_slot : lru;
 	if (!s)
@@ -1082,7 +1140,13 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	if (!s)
 		goto out;
 	s->last_ms = bm_now_ms();
-	if (io->offset == s->next && !is_new) {
+	/* a read that moves the front counts as sequential, in order or
+	 * not; one that fills a gap behind it teaches how far behind the
+	 * front reads still come (the chunks there are kept for them) */
+	if (!is_new && io->offset < s->next)
+		learn_reorder(s, s->next - io->offset);
+	if (!is_new && io->offset + io->length > s->next &&
+	    io->offset <= s->next + (uint64_t)io->length * RA_REORDER_READS) {
 		s->hits++;
 		if (s->hits % 4 == 0 && s->window < ra->cap / 2)
 			s->window *= 2;
@@ -1092,8 +1156,12 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	if (s->hits < RA_MIN_HITS)
 		goto out;
 	/* Free what the client has passed, but not what a read still waits
-	 * for (several reads of one stream may be in flight). */
+	 * for (several reads of one stream may be in flight), nor what reads
+	 * that come out of order may still want (s->reorder behind the
+	 * front). */
 	uint64_t behind = io->offset;
+	if (s->next - s->reorder < behind)
+		behind = s->next - s->reorder;
 	for (struct ra_wait *w = s->waiting; w; w = w->next)
 		if (w->io->offset < behind)
 			behind = w->io->offset;
@@ -1118,6 +1186,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	if (cov > 0) {
 		serve_out(ra, s, io);
 		ra->served++;
+		ra->served_bytes += io->length;
 		w->next = done_list;
 		done_list = w;
 	} else {
@@ -1258,9 +1327,10 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 
 	bm_ra_drop_all(m);
 	if (ra_debug()) {
-		fprintf(stderr, "ra: %llu reads served (%llu from lent buffers), "
-		        "%.1f ms waiting for chunks, %llu streams ended for another\n",
-		        (unsigned long long)m->ra.served,
+		fprintf(stderr, "ra: %llu reads served (%.1f MiB, %llu from lent "
+		        "buffers), %.1f ms waiting for chunks, %llu streams ended "
+		        "for another\n", (unsigned long long)m->ra.served,
+		        (double)m->ra.served_bytes / 1048576.0,
 		        (unsigned long long)m->ra.lent, (double)m->ra.wait_ns / 1e6,
 		        (unsigned long long)m->ra.ended);
 		for (int i = 0; i < m->ncomp; i++)

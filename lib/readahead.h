@@ -25,6 +25,7 @@ struct ra_stream {
 	uint64_t ra_end;
 	uint32_t hits;          /* sequential reads seen */
 	uint64_t window;        /* bytes to keep read ahead of `next` */
+	uint64_t reorder;       /* how far behind `next` reads still come */
 	long long last_ms;
 	long long born_ms;      /* when its first read came */
 	struct ra_chunk *head, *tail;
@@ -69,6 +70,7 @@ struct bm_readahead {
 	atomic_int landing;      /* chunk_done calls under way */
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
+	uint64_t served_bytes;   /* and their bytes */
 	uint64_t ended;          /* streams ended for another (drop_stale) */
 	uint64_t lent;           /* reads served from lent buffers (BM_IO_BORROW) */
 };
