@@ -28,7 +28,9 @@
  * ours again, no fault); they stay mapped until the limit falls
  * (bm_chunkmem_limit) or the mirror closes.  bm_chunkmem_warm touches
  * idle buffers ahead of use (readahead.c's tick, before the first
- * stream).  The read-ahead writes a chunk's
+ * stream).  A buffer that must grow when the limit has no room takes
+ * the pages of idle ones (move_pages: mremap, no copy) rather than
+ * giving pages to the kernel and touching others.  The read-ahead writes a chunk's
  * whole length (the component's read) before anything reads it, so a
  * page the kernel took back (read as zeros) is never served.
  *
@@ -48,6 +50,9 @@
 #ifndef MADV_FREE
 #define MADV_FREE 8
 #endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
 
 static size_t page_up(size_t n)
 {
@@ -57,6 +62,7 @@ static size_t page_up(size_t n)
 void bm_chunkmem_init(struct bm_chunkmem *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->limit = UINT64_MAX;
 	pthread_mutex_init(&p->lock, NULL);
 }
 
@@ -100,6 +106,54 @@ static void unmap_list(struct bm_chunkbuf *list)
 	}
 }
 
+/* b must grow by `grow` bytes and the limit has no room: moves touched
+ * pages from the ends of idle buffers (the least touched first) to b's
+ * end instead of touching fresh ones and unmapping idle ones, which
+ * would hand pages to the kernel and take others back (on a VM whose free
+ * memory goes to the host, each a host fault: ~15 us).  mremap moves the
+ * page table entries, not the data; MREMAP_DONTUNMAP leaves the donor's
+ * range mapped and empty.  Each move splits mappings, so a buffer takes
+ * part in at most BM_CHUNKMEM_MOVES of them (then it grows by fresh
+ * pages); a donor left with nothing touched goes to *shed (unmapped: its
+ * mappings start over).  Returns the bytes moved (lock held). */
+static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
+                         size_t grow, uint64_t limit, struct bm_chunkbuf **shed)
+{
+	size_t moved = 0;
+
+	while (grow > moved && !p->no_move && b->moves < BM_CHUNKMEM_MOVES &&
+	       p->resident + (grow - moved) > limit) {
+		struct bm_chunkbuf *d = NULL;
+		for (struct bm_chunkbuf *i = p->idle; i; i = i->next)
+			if (i->touched && i->moves < BM_CHUNKMEM_MOVES &&
+			    (!d || i->touched < d->touched))
+				d = i;
+		if (!d)
+			break;
+		size_t k = grow - moved < d->touched ? grow - moved : d->touched;
+		char *src = (char *)d->base + d->touched - k;
+		char *dst = (char *)b->base + b->touched;
+		if (mremap(src, k, k, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+		           dst) == MAP_FAILED) {
+			p->no_move = true; /* (a kernel before 5.7) */
+			break;
+		}
+		d->touched -= k;
+		d->moves++;
+		p->idle_resident -= k;
+		b->touched += k;
+		b->moves++;
+		moved += k;
+		if (!d->touched) {
+			unlink_idle(p, d);
+			d->next = *shed;
+			*shed = d;
+		}
+	}
+	p->moved += moved;
+	return moved;
+}
+
 struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
                                     uint64_t limit)
 {
@@ -128,6 +182,8 @@ struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
 	}
 	size_t grow = b && b->touched < len ? page_up(len) - b->touched
 	                                    : b ? 0 : page_up(len);
+	if (b && grow) /* b->touched grows by what is moved */
+		grow -= move_pages(p, b, grow, limit, &shed);
 	shed_idle(p, grow, limit, &shed);
 	p->resident += grow;
 	p->fresh += grow;
@@ -191,6 +247,8 @@ size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 	if (len > BM_CHUNKMEM_SPAN)
 		return 0;
 	pthread_mutex_lock(&p->lock);
+	if (target > p->limit)
+		target = p->limit;
 	bool room = p->resident + len <= target;
 	if (room)
 		p->resident += len; /* reserved now: a chunk meanwhile sees it */
@@ -215,6 +273,13 @@ size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 	b->span = BM_CHUNKMEM_SPAN;
 	b->touched = len;
 	pthread_mutex_lock(&p->lock);
+	if (p->resident > p->limit) { /* the limit fell meanwhile */
+		p->resident -= len;
+		pthread_mutex_unlock(&p->lock);
+		b->next = NULL;
+		unmap_list(b);
+		return 0;
+	}
 	POISON(b->base, b->touched);
 	b->next = p->idle;
 	p->idle = b;
@@ -232,6 +297,7 @@ void bm_chunkmem_limit(struct bm_chunkmem *p, uint64_t limit)
 	struct bm_chunkbuf *shed = NULL;
 
 	pthread_mutex_lock(&p->lock);
+	p->limit = limit;
 	shed_idle(p, 0, limit, &shed);
 	pthread_mutex_unlock(&p->lock);
 	unmap_list(shed);

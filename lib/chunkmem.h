@@ -4,17 +4,20 @@
 #ifndef BM_CHUNKMEM_H
 #define BM_CHUNKMEM_H
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Every buffer reserves this much address space (touched only as far as
  * its chunks reach); a chunk above it gets a mapping of its own. */
 #define BM_CHUNKMEM_SPAN (32u << 20)
+#define BM_CHUNKMEM_MOVES 8      /* page moves a buffer takes part in */
 
 struct bm_chunkbuf {
 	void *base;
 	size_t span;             /* mapped (reserved) bytes */
 	size_t touched;          /* bytes from base that have been written */
+	unsigned moves;          /* page moves it took part in (move_pages) */
 	struct bm_chunkbuf *next;
 };
 
@@ -27,6 +30,9 @@ struct bm_chunkmem {
 	uint64_t fresh;          /* bytes touched for the first time, ever */
 	uint64_t peak;           /* most resident at once, ever */
 	uint64_t warmed;         /* bytes touched ahead of use (warm) */
+	uint64_t limit;          /* bm_chunkmem_limit's: warm stays within */
+	uint64_t moved;          /* bytes moved between buffers, ever */
+	bool no_move;            /* mremap cannot move pages here */
 };
 
 void bm_chunkmem_init(struct bm_chunkmem *p);
@@ -42,13 +48,14 @@ void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
  * when it needs memory (MADV_FREE), but stay mapped and, until then,
  * resident, so the next stream does not fault them in again. */
 /* Maps one idle buffer and touches len bytes of it, if the resident
- * bytes stay within target; the bytes touched, 0 when there is no room
+ * bytes stay within target and the limit (bm_chunkmem_limit, checked
+ * again before the buffer is kept); the bytes touched, 0 when there is no room
  * (or no memory).  Runs off the data path: the pages are the kernel's
  * dearest (a fault and a clear each, and in a virtual machine whose free
  * memory goes back to the host, the host's fault too). */
 size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target);
-/* Unmaps idle buffers, the least touched first, until the resident bytes
- * are within limit (a smaller cap). */
+/* Sets the limit warm keeps to, and unmaps idle buffers, the least
+ * touched first, until the resident bytes are within it (a smaller cap). */
 void bm_chunkmem_limit(struct bm_chunkmem *p, uint64_t limit);
 void bm_chunkmem_soft_trim(struct bm_chunkmem *p);
 /* Unmaps every idle buffer. */

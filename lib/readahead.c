@@ -54,11 +54,14 @@
  * the kernel lazily (MADV_FREE: still there for the next stream unless
  * the system needed the memory), and they stay mapped (within the cap).
  * Before the first stream the event thread's tick touches the memory a
- * stream of the default cap uses, in buffers of the largest chunk size
- * (warm): a page's first touch is the dearest thing there is in a
- * virtual machine whose free memory goes back to the host (~15 us a page
- * here: a fresh server's first stream from two 400 MiB/s disks read at
- * 0.8-0.9x one disk, 1.4-1.9 s of CPU per GiB, until it was warmed).
+ * stream of the default cap uses, in buffers of the size chunks start at
+ * (warm), and a chunk that climbs past its buffer at the cap takes the
+ * pages of idle ones (chunkmem.c move_pages): a page's first touch is the
+ * dearest thing there is in a virtual machine whose free memory goes
+ * back to the host (~15 us a page here: a fresh server's first stream
+ * from two 400 MiB/s disks read at 0.8-0.9x one disk, 1.4-1.9 s of CPU
+ * per GiB).  Only the stream balance warms; on another the idle chunk
+ * memory is unmapped.
  * A stream whose client has gone (not read since another stream began,
  * for RA_STALE_MS) is ended when another begins or needs the memory
  * (drop_stale); streams that read at once never end each other.
@@ -122,6 +125,8 @@
                                         before the first stream */
 #define RA_REORDER_READS 8        /* a read this many of its lengths from a
                                      stream's front is the stream's */
+#define RA_REORDER_QUIET 64       /* reads at the front with none behind:
+                                     the kept distance halves */
 #define RA_STALE_MS 50            /* a stream not read for this long since
                                      another began has ended (drop_stale) */
 #define RA_CHUNK_MIN (512u << 10)
@@ -171,6 +176,7 @@ void bm_ra_init(struct bm_mirror *m)
 	bm_chunkmem_init(&ra->mem);
 	if (!ra->cap)
 		ra->cap = BM_RA_DEFAULT_CAP;
+	bm_chunkmem_limit(&ra->mem, ra->cap);
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 		ra->comp[i].chunk = 0; /* chosen at the first chunk: chunk_size() */
 }
@@ -1066,11 +1072,24 @@ static int near_front(const struct ra_stream *s, const struct bm_io *io,
 	return FAR;
 }
 
-/* A read behind s's front by lag: s keeps its chunks that far behind
- * (release_behind), up to half its window (lock held). */
-static void learn_reorder(struct ra_stream *s, uint64_t lag)
+/* A read of len bytes behind s's front by lag: s keeps its chunks that
+ * far behind (release_behind; at most half its part of the window).  The
+ * distance grows at most twice per such read from what reads of that
+ * length need, so a small read far behind (metadata, another client)
+ * cannot make a stream keep much; it halves after RA_REORDER_QUIET reads
+ * at the front with none behind near it (lock held). */
+static void learn_reorder(struct ra_stream *s, uint64_t lag, uint32_t len)
 {
-	if (lag > s->reorder && lag <= s->window / 2)
+	uint64_t base = (uint64_t)len * RA_REORDER_READS;
+	uint64_t most = 2 * (s->reorder > base ? s->reorder : base);
+
+	if (lag > most)
+		lag = most;
+	if (lag > s->window / 2)
+		lag = s->window / 2;
+	if (lag * 2 >= s->reorder)
+		s->reorder_quiet = 0; /* the distance kept is still needed */
+	if (lag > s->reorder)
 		s->reorder = lag;
 }
 
@@ -1111,7 +1130,7 @@ static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
 	if (near[AHEAD])
 		return near[AHEAD];
 	if (near[STRAGGLER]) {
-		learn_reorder(near[STRAGGLER], near_dist[STRAGGLER]);
+		learn_reorder(near[STRAGGLER], near_dist[STRAGGLER], io->length);
 		return NULL;
 	}
 	struct ra_stream *s = free_slot ? free_slot : lru;
@@ -1144,12 +1163,16 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	 * not; one that fills a gap behind it teaches how far behind the
 	 * front reads still come (the chunks there are kept for them) */
 	if (!is_new && io->offset < s->next)
-		learn_reorder(s, s->next - io->offset);
+		learn_reorder(s, s->next - io->offset, io->length);
 	if (!is_new && io->offset + io->length > s->next &&
 	    io->offset <= s->next + (uint64_t)io->length * RA_REORDER_READS) {
 		s->hits++;
 		if (s->hits % 4 == 0 && s->window < ra->cap / 2)
 			s->window *= 2;
+		if (s->reorder && ++s->reorder_quiet >= RA_REORDER_QUIET) {
+			s->reorder /= 2;
+			s->reorder_quiet = 0;
+		}
 	}
 	if (io->offset + io->length > s->next)
 		s->next = io->offset + io->length;
@@ -1159,13 +1182,20 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	 * for (several reads of one stream may be in flight), nor what reads
 	 * that come out of order may still want (s->reorder behind the
 	 * front). */
-	uint64_t behind = io->offset;
-	if (s->next - s->reorder < behind)
-		behind = s->next - s->reorder;
+	uint64_t behind = io->offset, keep = window_of(m, s) / 2;
+	if (keep > s->reorder)
+		keep = s->reorder;
+	if (s->next - keep < behind)
+		behind = s->next - keep;
 	for (struct ra_wait *w = s->waiting; w; w = w->next)
 		if (w->io->offset < behind)
 			behind = w->io->offset;
 	release_behind(ra, s, behind);
+	/* chunks left only behind this read (a write dropped those ahead of
+	 * the kept ones, or the cap held the window back): start again at
+	 * the read rather than read what the front has passed */
+	if (s->head && !s->waiting && s->ra_end < io->offset)
+		release_behind(ra, s, s->ra_end);
 	if (!s->head) /* (re)start the window at this read */
 		s->ra_start = s->ra_end = io->offset;
 	uint64_t target = s->next + window_of(m, s);
@@ -1242,17 +1272,29 @@ void bm_ra_drop_all(struct bm_mirror *m)
 	finish_reads(m, NULL, fallback);
 }
 
-/* The size warm buffers are touched to: the largest chunk one stream
- * can have with the components readable now (chunk_bound), so that the
- * first stream's chunks, which climb to it, touch nothing new (lock
- * held). */
+/* The size warm buffers are touched to: the size the components' chunks
+ * start at (chunk_size's first choice, within the memory bound), the
+ * smallest of them.  Not larger: a chunk takes an idle buffer touched
+ * further than it needs when there is no room for a fresh one, and is
+ * charged all of it, so buffers warmed at the largest size would hold a
+ * quarter as many chunks in the cap until they climbed (and for good on
+ * media where they never climb).  A chunk that climbs past it touches
+ * the difference fresh (lock held). */
 static size_t warm_size(struct bm_mirror *m)
 {
 	uint32_t len = 0;
 
-	for (int i = 0; i < m->ncomp; i++)
-		if (readable(m, i) && chunk_bound(m, i) > len)
-			len = chunk_bound(m, i);
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!readable(m, i))
+			continue;
+		uint32_t c = m->comp[i].be && m->comp[i].be->rotational
+		                     ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
+		uint32_t bound = chunk_bound(m, i);
+		if (c > bound)
+			c = bound;
+		if (!len || c < len)
+			len = c;
+	}
 	return len;
 }
 
@@ -1279,7 +1321,7 @@ void bm_ra_tick(struct bm_mirror *m)
 	/* Idle chunk memory: lazily given to the kernel after RA_IDLE_MS
 	 * without chunks, and kept mapped: the next stream does not fault
 	 * it in again unless the kernel needed it meanwhile */
-	bool trim = false;
+	enum { TRIM_NONE, TRIM_SOFT, TRIM_ALL } trim = TRIM_NONE;
 	size_t warm_len = 0;
 	uint64_t warm_target = 0;
 	if (atomic_load(&ra->nchunks) > 0) {
@@ -1290,9 +1332,15 @@ void bm_ra_tick(struct bm_mirror *m)
 			ra->idle_since_ms = now;
 		} else if (now - ra->idle_since_ms > RA_IDLE_MS && !ra->soft_trimmed) {
 			ra->soft_trimmed = true;
-			trim = true;
+			trim = TRIM_SOFT;
 		}
-		if (!ra->warmed && ra->cap > 0) {
+		bool stream = atomic_load(&m->balance) == BM_BALANCE_STREAM;
+		if (!stream && ra->soft_trimmed) {
+			/* another balance reads without read-ahead: its
+			 * memory goes (warmed again if stream comes back) */
+			trim = TRIM_ALL;
+			ra->warmed = false;
+		} else if (stream && !ra->warmed && ra->cap > 0) {
 			warm_len = warm_size(m);
 			warm_target = ra->cap < BM_RA_DEFAULT_CAP ? ra->cap
 			                                          : BM_RA_DEFAULT_CAP;
@@ -1301,8 +1349,10 @@ void bm_ra_tick(struct bm_mirror *m)
 	pthread_mutex_unlock(&ra->lock);
 	/* (chunkmem has its own lock; a buffer taken meanwhile is not idle
 	 * and not touched) */
-	if (trim)
+	if (trim == TRIM_SOFT)
 		bm_chunkmem_soft_trim(&ra->mem);
+	else if (trim == TRIM_ALL)
+		bm_chunkmem_trim(&ra->mem);
 	if (warm_len) {
 		size_t done = 0, n = 1;
 		while (done < RA_WARM_PER_TICK &&
@@ -1343,9 +1393,11 @@ bool bm_ra_destroy(struct bm_mirror *m, long timeout_ms)
 			        (double)m->ra.comp[i].idle_ns / 1e6,
 			        (unsigned long long)m->ra.comp[i].steals);
 		fprintf(stderr, "ra: chunk buffers: %llu mapped, %.1f MiB warmed "
-		        "before use, %.1f MiB touched fresh, %.1f MiB resident "
-		        "at most\n", (unsigned long long)m->ra.mem.maps,
+		        "before use, %.1f MiB moved between them, %.1f MiB "
+		        "touched fresh, %.1f MiB resident at most\n",
+		        (unsigned long long)m->ra.mem.maps,
 		        (double)m->ra.mem.warmed / 1048576.0,
+		        (double)m->ra.mem.moved / 1048576.0,
 		        (double)m->ra.mem.fresh / 1048576.0,
 		        (double)m->ra.mem.peak / 1048576.0);
 	}

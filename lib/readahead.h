@@ -26,6 +26,7 @@ struct ra_stream {
 	uint32_t hits;          /* sequential reads seen */
 	uint64_t window;        /* bytes to keep read ahead of `next` */
 	uint64_t reorder;       /* how far behind `next` reads still come */
+	unsigned reorder_quiet; /* reads at the front since one came that far */
 	long long last_ms;
 	long long born_ms;      /* when its first read came */
 	struct ra_chunk *head, *tail;

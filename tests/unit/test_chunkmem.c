@@ -177,6 +177,54 @@ static void warm_serves_without_fresh_touch(void)
 	bm_chunkmem_limit(&p, 0);
 	CHECK_EQ(p.resident, 0);
 	CHECK(p.idle == NULL);
+	/* warm keeps within the limit whatever its target */
+	CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 64 * MiB), 0);
+	bm_chunkmem_limit(&p, 4 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 64 * MiB), 2 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 64 * MiB), 2 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 64 * MiB), 0);
+	CHECK_EQ(p.resident, 4 * MiB);
+	bm_chunkmem_destroy(&p);
+}
+
+static void growth_at_the_limit_moves_pages(void)
+{
+	struct bm_chunkmem p;
+	bm_chunkmem_init(&p);
+	bm_chunkmem_limit(&p, 8 * MiB);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 8 * MiB), 2 * MiB);
+	/* a 4 MiB chunk: a 2 MiB buffer grows by the pages of another (the
+	 * limit has no room for fresh ones); the emptied one is unmapped */
+	struct bm_chunkbuf *a = bm_chunkmem_get(&p, 4 * MiB, 8 * MiB);
+	CHECK(a != NULL);
+	CHECK_EQ(a->touched, 4 * MiB);
+	CHECK_EQ(p.resident, 8 * MiB);
+	CHECK_EQ(p.fresh, 0);
+	CHECK_EQ(p.moved, 2 * MiB);
+	CHECK_EQ(p.idle_resident, 4 * MiB);
+	memset(a->base, 9, 4 * MiB);
+	CHECK(((unsigned char *)a->base)[4 * MiB - 1] == 9);
+	/* 8 MiB: takes the remaining two (4 + 2 + 2), still nothing fresh */
+	bm_chunkmem_put(&p, a, 8 * MiB);
+	struct bm_chunkbuf *b = bm_chunkmem_get(&p, 8 * MiB, 8 * MiB);
+	CHECK(b == a);
+	CHECK_EQ(b->touched, 8 * MiB);
+	CHECK_EQ(p.fresh, 0);
+	CHECK_EQ(p.moved, 6 * MiB);
+	CHECK(p.idle == NULL);
+	memset(b->base, 10, 8 * MiB);
+	bm_chunkmem_put(&p, b, 8 * MiB);
+	/* a buffer that took part in BM_CHUNKMEM_MOVES moves grows fresh */
+	b->moves = BM_CHUNKMEM_MOVES;
+	bm_chunkmem_limit(&p, 12 * MiB);
+	CHECK_EQ(bm_chunkmem_warm(&p, 4 * MiB, 12 * MiB), 4 * MiB);
+	struct bm_chunkbuf *c = bm_chunkmem_get(&p, 12 * MiB, 12 * MiB);
+	CHECK(c == b);
+	CHECK_EQ(p.moved, 6 * MiB);
+	CHECK_EQ(p.fresh, 4 * MiB);
+	memset(c->base, 11, 12 * MiB);
+	bm_chunkmem_put(&p, c, 12 * MiB);
 	bm_chunkmem_destroy(&p);
 }
 
@@ -188,5 +236,6 @@ int main(void)
 	above_span_not_kept();
 	soft_trim_keeps_buffers();
 	warm_serves_without_fresh_touch();
+	growth_at_the_limit_moves_pages();
 	return check_exit();
 }
