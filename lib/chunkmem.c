@@ -112,12 +112,19 @@ static void unmap_list(struct bm_chunkbuf *list)
  * would hand pages to the kernel and take others back (on a VM whose free
  * memory goes to the host, each a host fault: ~15 us).  mremap moves the
  * page table entries, not the data; MREMAP_DONTUNMAP leaves the donor's
- * range mapped and empty.  Each move splits mappings, so a buffer takes
- * part in at most BM_CHUNKMEM_MOVES of them (then it grows by fresh
- * pages); a donor left with nothing touched goes to *shed (unmapped: its
- * mappings start over).  Returns the bytes moved (lock held). */
+ * range mapped and empty.  A move's source must lie in one mapping (a
+ * kernel before 6.12 checks that only after it has unmapped the
+ * destination, and fails), so only a buffer that never received pages
+ * donates: its touched bytes are one mapping from its base.  Each move
+ * splits mappings, so a buffer takes part in at most BM_CHUNKMEM_MOVES
+ * of them (then it grows by fresh pages); a donor left with nothing
+ * touched goes to *shed (unmapped: its mappings start over).  If a move
+ * fails, the destination is mapped again (the kernel may have unmapped
+ * it); *broken when even that failed: b has a hole and must not be used.
+ * Returns the bytes moved (lock held). */
 static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
-                         size_t grow, uint64_t limit, struct bm_chunkbuf **shed)
+                         size_t grow, uint64_t limit, struct bm_chunkbuf **shed,
+                         bool *broken)
 {
 	size_t moved = 0;
 
@@ -125,7 +132,8 @@ static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 	       p->resident + (grow - moved) > limit) {
 		struct bm_chunkbuf *d = NULL;
 		for (struct bm_chunkbuf *i = p->idle; i; i = i->next)
-			if (i->touched && i->moves < BM_CHUNKMEM_MOVES &&
+			if (i->touched && !i->received &&
+			    i->moves < BM_CHUNKMEM_MOVES &&
 			    (!d || i->touched < d->touched))
 				d = i;
 		if (!d)
@@ -135,7 +143,11 @@ static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 		char *dst = (char *)b->base + b->touched;
 		if (mremap(src, k, k, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
 		           dst) == MAP_FAILED) {
-			p->no_move = true; /* (a kernel before 5.7) */
+			p->no_move = true; /* (a kernel before 5.7, or no memory) */
+			if (mmap(dst, k, PROT_READ | PROT_WRITE,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			                 MAP_FIXED, -1, 0) == MAP_FAILED)
+				*broken = true;
 			break;
 		}
 		d->touched -= k;
@@ -143,6 +155,7 @@ static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 		p->idle_resident -= k;
 		b->touched += k;
 		b->moves++;
+		b->received = true;
 		moved += k;
 		if (!d->touched) {
 			unlink_idle(p, d);
@@ -182,8 +195,17 @@ struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
 	}
 	size_t grow = b && b->touched < len ? page_up(len) - b->touched
 	                                    : b ? 0 : page_up(len);
-	if (b && grow) /* b->touched grows by what is moved */
-		grow -= move_pages(p, b, grow, limit, &shed);
+	if (b && grow) { /* b->touched grows by what is moved */
+		bool broken = false;
+		grow -= move_pages(p, b, grow, limit, &shed, &broken);
+		if (broken) { /* a hole in its span: unmapped, a fresh one */
+			p->resident -= b->touched;
+			b->next = shed;
+			shed = b;
+			b = NULL;
+			grow = page_up(len);
+		}
+	}
 	shed_idle(p, grow, limit, &shed);
 	p->resident += grow;
 	p->fresh += grow;

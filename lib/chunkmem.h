@@ -18,6 +18,7 @@ struct bm_chunkbuf {
 	size_t span;             /* mapped (reserved) bytes */
 	size_t touched;          /* bytes from base that have been written */
 	unsigned moves;          /* page moves it took part in (move_pages) */
+	bool received;           /* took pages from another: never donates */
 	struct bm_chunkbuf *next;
 };
 

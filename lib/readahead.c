@@ -1174,6 +1174,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 			s->reorder_quiet = 0;
 		}
 	}
+	uint64_t front = s->next; /* before this read */
 	if (io->offset + io->length > s->next)
 		s->next = io->offset + io->length;
 	if (s->hits < RA_MIN_HITS)
@@ -1191,10 +1192,13 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 		if (w->io->offset < behind)
 			behind = w->io->offset;
 	release_behind(ra, s, behind);
-	/* chunks left only behind this read (a write dropped those ahead of
-	 * the kept ones, or the cap held the window back): start again at
-	 * the read rather than read what the front has passed */
-	if (s->head && !s->waiting && s->ra_end < io->offset)
+	/* chunks left only behind the front (a write dropped those ahead of
+	 * the kept ones): start again at the read rather than read what the
+	 * front has passed.  (Not when only this read is past them: a read
+	 * ahead of the front, out of order, leaves chunks the client still
+	 * needs.) */
+	if (s->head && !s->waiting && s->ra_end < front &&
+	    s->ra_end <= io->offset)
 		release_behind(ra, s, s->ra_end);
 	if (!s->head) /* (re)start the window at this read */
 		s->ra_start = s->ra_end = io->offset;
@@ -1287,8 +1291,12 @@ static size_t warm_size(struct bm_mirror *m)
 	for (int i = 0; i < m->ncomp; i++) {
 		if (!readable(m, i))
 			continue;
-		uint32_t c = m->comp[i].be && m->comp[i].be->rotational
-		                     ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
+		/* (the backend under a user count: a remove may close it) */
+		struct bm_backend *be = bm_comp_get(&m->comp[i]);
+		uint32_t c = be && be->rotational ? RA_CHUNK_START_ROTATIONAL
+		                                  : RA_CHUNK_START;
+		if (be)
+			bm_comp_put(&m->comp[i]);
 		uint32_t bound = chunk_bound(m, i);
 		if (c > bound)
 			c = bound;

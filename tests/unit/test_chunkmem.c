@@ -203,6 +203,7 @@ static void growth_at_the_limit_moves_pages(void)
 	CHECK_EQ(p.fresh, 0);
 	CHECK_EQ(p.moved, 2 * MiB);
 	CHECK_EQ(p.idle_resident, 4 * MiB);
+	CHECK(a->received);
 	memset(a->base, 9, 4 * MiB);
 	CHECK(((unsigned char *)a->base)[4 * MiB - 1] == 9);
 	/* 8 MiB: takes the remaining two (4 + 2 + 2), still nothing fresh */
@@ -228,6 +229,28 @@ static void growth_at_the_limit_moves_pages(void)
 	bm_chunkmem_destroy(&p);
 }
 
+/* A buffer that received pages is never a donor: its touched bytes may
+ * be two mappings, and a move from across them fails (before 6.12: after
+ * unmapping the destination). */
+static void receivers_do_not_donate(void)
+{
+	struct bm_chunkmem p;
+	bm_chunkmem_init(&p);
+	bm_chunkmem_limit(&p, 8 * MiB);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(bm_chunkmem_warm(&p, 2 * MiB, 8 * MiB), 2 * MiB);
+	for (struct bm_chunkbuf *i = p.idle; i; i = i->next)
+		i->received = true;
+	struct bm_chunkbuf *a = bm_chunkmem_get(&p, 4 * MiB, 8 * MiB);
+	CHECK(a != NULL);
+	CHECK_EQ(p.moved, 0);
+	CHECK_EQ(p.fresh, 2 * MiB);   /* an idle one unmapped, 2 MiB fresh */
+	CHECK_EQ(p.resident, 8 * MiB);
+	memset(a->base, 12, 4 * MiB);
+	bm_chunkmem_put(&p, a, 8 * MiB);
+	bm_chunkmem_destroy(&p);
+}
+
 int main(void)
 {
 	growth_touches_the_difference();
@@ -237,5 +260,6 @@ int main(void)
 	soft_trim_keeps_buffers();
 	warm_serves_without_fresh_touch();
 	growth_at_the_limit_moves_pages();
+	receivers_do_not_donate();
 	return check_exit();
 }
