@@ -167,6 +167,24 @@ static size_t move_pages(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 	return moved;
 }
 
+/* A new buffer: span bytes of address space, `touched` of them counted
+ * as touched (the caller touches them); NULL when the system has none. */
+static struct bm_chunkbuf *map_buffer(size_t span, size_t touched)
+{
+	struct bm_chunkbuf *b = calloc(1, sizeof(*b));
+	void *base = b ? mmap(NULL, span, PROT_READ | PROT_WRITE,
+	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+	               : MAP_FAILED;
+	if (base == MAP_FAILED) {
+		free(b);
+		return NULL;
+	}
+	b->base = base;
+	b->span = span;
+	b->touched = touched;
+	return b;
+}
+
 struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
                                     uint64_t limit)
 {
@@ -221,20 +239,12 @@ struct bm_chunkbuf *bm_chunkmem_get(struct bm_chunkmem *p, size_t len,
 		UNPOISON(b->base, len);
 		return b;
 	}
-	b = calloc(1, sizeof(*b));
-	void *base = b ? mmap(NULL, span, PROT_READ | PROT_WRITE,
-	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-	               : MAP_FAILED;
-	if (base == MAP_FAILED) {
-		free(b);
+	b = map_buffer(span, grow);
+	if (!b) {
 		pthread_mutex_lock(&p->lock);
 		p->resident -= grow;
 		pthread_mutex_unlock(&p->lock);
-		return NULL;
 	}
-	b->base = base;
-	b->span = span;
-	b->touched = grow;
 	return b;
 }
 
@@ -277,12 +287,8 @@ size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 	pthread_mutex_unlock(&p->lock);
 	if (!room)
 		return 0;
-	b = calloc(1, sizeof(*b));
-	void *base = b ? mmap(NULL, BM_CHUNKMEM_SPAN, PROT_READ | PROT_WRITE,
-	                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-	               : MAP_FAILED;
-	if (base == MAP_FAILED) {
-		free(b);
+	b = map_buffer(BM_CHUNKMEM_SPAN, len);
+	if (!b) {
 		pthread_mutex_lock(&p->lock);
 		p->resident -= len;
 		pthread_mutex_unlock(&p->lock);
@@ -290,10 +296,7 @@ size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 	}
 	/* one write per page makes it ours (the kernel clears it) */
 	for (size_t off = 0; off < len; off += 4096)
-		((volatile char *)base)[off] = 0;
-	b->base = base;
-	b->span = BM_CHUNKMEM_SPAN;
-	b->touched = len;
+		((volatile char *)b->base)[off] = 0;
 	pthread_mutex_lock(&p->lock);
 	if (p->resident > p->limit) { /* the limit fell meanwhile */
 		p->resident -= len;

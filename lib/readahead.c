@@ -447,13 +447,24 @@ static uint32_t chunk_bound(struct bm_mirror *m, int comp)
  * rotating disk starts larger, since it surely needs long transfers; the
  * measurement (learn) takes it from there, and only the memory cap bounds
  * it (lock held). */
+/* Where a component's chunk size starts: larger on a disk that says it
+ * rotates (its backend read under a user count: a remove may close it). */
+static uint32_t chunk_start(struct bm_mirror *m, int comp)
+{
+	struct bm_backend *be = bm_comp_get(&m->comp[comp]);
+	bool rotational = be && be->rotational;
+
+	if (be)
+		bm_comp_put(&m->comp[comp]);
+	return rotational ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
+}
+
 static uint32_t chunk_size(struct bm_mirror *m, int comp)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];
 
 	if (!rc->chunk)
-		rc->chunk = m->comp[comp].be && m->comp[comp].be->rotational
-		                    ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
+		rc->chunk = chunk_start(m, comp);
 	uint32_t bound = chunk_bound(m, comp);
 	if (rc->chunk > bound) {
 		while (rc->chunk > bound)
@@ -1291,13 +1302,7 @@ static size_t warm_size(struct bm_mirror *m)
 	for (int i = 0; i < m->ncomp; i++) {
 		if (!readable(m, i))
 			continue;
-		/* (the backend under a user count: a remove may close it) */
-		struct bm_backend *be = bm_comp_get(&m->comp[i]);
-		uint32_t c = be && be->rotational ? RA_CHUNK_START_ROTATIONAL
-		                                  : RA_CHUNK_START;
-		if (be)
-			bm_comp_put(&m->comp[i]);
-		uint32_t bound = chunk_bound(m, i);
+		uint32_t c = chunk_start(m, i), bound = chunk_bound(m, i);
 		if (c > bound)
 			c = bound;
 		if (!len || c < len)
