@@ -170,6 +170,20 @@ filedisk() {
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
 
+# ra_line SERVER WHAT: the read-ahead's summary line "ra: WHAT..." that
+# SERVER printed at its stop (run with BM_RA_DEBUG=1); shown on stderr,
+# fails the test if there is none.
+ra_line() {
+  local line
+  line=$(grep -m1 "^ra: $2" "$T/$1.log") || fail "$1 printed no read-ahead summary (ra: $2)"
+  echo "$line" >&2
+  echo "$line"
+}
+# ra_count LINE WORDS: the number just before WORDS in a summary line
+# ("ra: 640 reads served (80.0 MiB, ..." : ra_count "$line" "reads served"
+# is 640, ra_count "$line" "MiB," is 80.0); empty if WORDS is not there.
+ra_count() { sed -n "s/.*[ (]\([0-9.]*\) $2.*/\1/p" <<<"$1"; }
+
 # hold_client ID URI: an NBD client (qemu-io reading commands from a FIFO)
 # that stays connected until release_client ID; returns once it has read
 # from the export, so it is surely connected.

@@ -30,8 +30,8 @@ umount "$T/mnt"
 cmp -s "$T/file" "$T/read" || fail "the file read back differs from what was written"
 bm detach m0 || fail "detach failed"
 stop m0
-line=$(grep '^ra: [0-9]* reads served' "$T/m0.log") || fail "the read-ahead printed no summary"
-echo "$line"
-mib=$(sed -n 's/^ra: [0-9]* reads served (\([0-9]*\)\.[0-9] MiB,.*/\1/p' <<<"$line")
+line=$(ra_line m0 '[0-9]* reads served')
+mib=$(ra_count "$line" "MiB,")
 [ -n "$mib" ] || fail "no served bytes in the summary"
+mib=${mib%.*}
 [ "$mib" -ge 56 ] || fail "the read-ahead served $mib MiB of the 64 MiB file (want >= 56)"

@@ -15,7 +15,7 @@ bm configure -b stream m0
   { cat "$T/lend"; grep -v '^ra: ' "$T/m0.log" | head -n 30; fail "a reply from a lent buffer was wrong"; }
 cat "$T/lend"
 stop m0
-lent=$(sed -n 's/^ra: .* reads served ([0-9.]* MiB, \([0-9]*\) from lent buffers).*/\1/p' "$T/m0.log")
-[ "${lent:-0}" -gt 100 ] || { grep '^ra: [0-9]' "$T/m0.log"; fail "few reads were lent: ${lent:-none}"; }
+lent=$(ra_count "$(ra_line m0 '[0-9]* reads served')" "from lent buffers")
+[ "${lent:-0}" -gt 100 ] || fail "few reads were lent: ${lent:-none}"
 echo "$lent reads sent from lent buffers"
 same_data "$T/a" "$T/b"

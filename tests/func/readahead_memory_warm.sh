@@ -25,11 +25,10 @@ echo "server RSS before any read: $rss MiB"
 fio --ioengine=nbd --uri="$(uri m0)" --name=dd --rw=read --bs=128k \
   --iodepth=1 --size=80M >"$T/fio.log" 2>&1 || { cat "$T/fio.log"; fail "fio failed"; }
 stop m0
-line=$(grep '^ra: chunk buffers:' "$T/m0.log") || fail "the read-ahead printed no summary"
-echo "$line"
-warmed=$(sed -n 's/.* \([0-9.]*\) MiB warmed before use.*/\1/p' <<<"$line")
-fresh=$(sed -n 's/.* \([0-9.]*\) MiB touched fresh.*/\1/p' <<<"$line")
-served=$(sed -n 's/^ra: \([0-9]*\) reads served.*/\1/p' "$T/m0.log")
+line=$(ra_line m0 'chunk buffers:')
+warmed=$(ra_count "$line" "MiB warmed before use")
+fresh=$(ra_count "$line" "MiB touched fresh")
+served=$(ra_count "$(ra_line m0 '[0-9]* reads served')" "reads served")
 echo "warmed $warmed MiB, touched fresh $fresh MiB, $served of 640 reads from the read-ahead"
 [ "$warmed" = 64.0 ] || fail "warmed $warmed MiB before use (want 64.0)"
 [ "$fresh" = 0.0 ] || fail "the first stream touched $fresh MiB of fresh chunk memory (want 0.0)"

@@ -23,8 +23,7 @@ fio --ioengine=nbd --uri="$(uri m0)" --rw=read --bs=128k --iodepth=1 --runtime=4
   --time_based --name=A --offset=0 --size=400M --name=B --offset=512M --size=400M \
   >"$T/fio.log" 2>&1 || { cat "$T/fio.log"; fail "fio failed"; }
 stop m0
-line=$(grep '^ra: [0-9]* reads served' "$T/m0.log") || fail "no read-ahead summary"
-echo "$line"
-ended=$(sed -n 's/.* \([0-9]*\) streams ended for another.*/\1/p' <<<"$line")
+line=$(ra_line m0 '[0-9]* reads served')
+ended=$(ra_count "$line" "streams ended for another")
 [ -n "$ended" ] || fail "no count of ended streams"
 [ "$ended" -le 2 ] || fail "$ended streams ended while both read"
