@@ -127,6 +127,65 @@ static void die(const char *what)
 	exit(2);
 }
 
+/*
+ * Buffers of load() are recycled (unload), not freed.  The oracle reads
+ * every image several times per crash point, and on a virtual machine
+ * whose free memory goes back to the host the first touch of a fresh page
+ * is a fault of ~15 us: faulting fresh buffers in was a third of the
+ * oracle's time (and crash_points outgrew its time limit under ASan,
+ * whose allocator maps every large buffer afresh).  They are mapped
+ * MADV_DONTFORK: a fork write-protects every page the parent has, and
+ * its next write to each is a fault again (children never load).  A
+ * buffer carries its capacity in the BUF_HDR bytes before it.
+ */
+#define SPARE_MAX 8
+#define BUF_HDR 16
+static uint8_t *spare[SPARE_MAX];
+static int nspare;
+
+static size_t buf_cap(const uint8_t *b)
+{
+	size_t cap;
+	memcpy(&cap, b - BUF_HDR, sizeof(cap));
+	return cap;
+}
+
+/* The smallest spare buffer that holds len bytes, or a new one. */
+static uint8_t *buf_get(size_t len)
+{
+	int best = -1;
+	for (int i = 0; i < nspare; i++)
+		if (buf_cap(spare[i]) >= len &&
+		    (best < 0 || buf_cap(spare[i]) < buf_cap(spare[best])))
+			best = i;
+	if (best >= 0) {
+		uint8_t *b = spare[best];
+		spare[best] = spare[--nspare];
+		return b;
+	}
+	size_t cap = ((len + BUF_HDR + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1)) -
+	             BUF_HDR;
+	uint8_t *h = mmap(NULL, cap + BUF_HDR, PROT_READ | PROT_WRITE,
+	                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		die("mmap");
+	(void)madvise(h, cap + BUF_HDR, MADV_DONTFORK);
+	memcpy(h, &cap, sizeof(cap));
+	return h + BUF_HDR;
+}
+
+static void unload(uint8_t *b)
+{
+	if (!b)
+		return;
+	if (nspare < SPARE_MAX)
+		spare[nspare++] = b;
+	else
+		munmap(b - BUF_HDR, buf_cap(b) + BUF_HDR);
+}
+
+/* The whole file p (len 0 and one zero byte if it does not exist and len
+ * is asked); give it back with unload. */
 static uint8_t *load(const char *p, size_t *len)
 {
 	int fd = open(p, O_RDONLY);
@@ -137,13 +196,15 @@ static uint8_t *load(const char *p, size_t *len)
 	if (fd < 0) {
 		if (errno == ENOENT && len) {
 			*len = 0;
-			return calloc(1, 1);
+			buf = buf_get(1);
+			buf[0] = 0;
+			return buf;
 		}
 		die(p);
 	}
 	if (fstat(fd, &st) < 0)
 		die(p);
-	buf = malloc((size_t)st.st_size + 1);
+	buf = buf_get((size_t)st.st_size + 1);
 	while (got < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
 		if (n <= 0)
@@ -175,7 +236,7 @@ static void copy_file(const char *from, const char *to)
 	size_t len;
 	uint8_t *b = load(from, &len);
 	store(to, b, len);
-	free(b);
+	unload(b);
 }
 
 /* Sets every component's working image to its SUFFIX copy; no journal. */
@@ -540,6 +601,7 @@ static int run_child(void (*fn)(uint64_t), uint64_t arg)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
+		nspare = 0; /* (not mapped here: MADV_DONTFORK) */
 		if (!getenv("CRASHSIM_VERBOSE"))
 			(void)!freopen("/dev/null", "w", stderr);
 		fn(arg);
@@ -616,8 +678,8 @@ static void rebuild(int c, const char *base_suffix, uint64_t seed)
 	store(p, img, blen);
 	path_of(p, sizeof(p), c, ".journal");
 	unlink(p);
-	free(img);
-	free(j);
+	unload(img);
+	unload(j);
 }
 
 /* The highest genid among the images' labels (0: none readable). */
@@ -633,7 +695,7 @@ static uint64_t newest_genid(void)
 		if (bm_label_decode(img + bm_label_offset(len), BM_LABEL_SIZE,
 		                    &l) == 0 && l.genid > best)
 			best = l.genid;
-		free(img);
+		unload(img);
 	}
 	return best;
 }
@@ -653,13 +715,13 @@ static int check_identical(char *why, size_t wlen)
 			if (memcmp(a + off, b + off, SECTOR)) {
 				snprintf(why, wlen, "components 0 and %d differ at "
 				         "byte %" PRIu64, c, off);
-				free(a);
-				free(b);
+				unload(a);
+				unload(b);
 				return -1;
 			}
-		free(b);
+		unload(b);
 	}
-	free(a);
+	unload(a);
 	return 0;
 }
 
@@ -727,7 +789,7 @@ static struct bitmap_geo bitmap_geo_of(const char *suffix)
 		g.data_size = l.data_size;
 		g.present = g.region > 0;
 	}
-	free(img);
+	unload(img);
 	return g;
 }
 
@@ -847,8 +909,8 @@ static int check_bitmap_intent(const char *jsuffix, char *why, size_t wlen)
 				}
 	}
 	for (int c = 0; c < ncomp; c++) {
-		free(bufs[c]);
-		free(base[c]);
+		unload(bufs[c]);
+		unload(base[c]);
 	}
 	free(v);
 	return bad ? -1 : 0;
@@ -869,7 +931,7 @@ static bool dirty_union(const struct bitmap_geo *g, uint8_t *bits,
 		const uint8_t *h = img + g->offset;
 		if (g->offset + 4096 > len || memcmp(h, "BLKMIRROR-BITMAP", 16) ||
 		    bm_crc32c(0, h, 4092) != le32_at(h + 4092)) {
-			free(img);
+			unload(img);
 			continue;
 		}
 		uint32_t nblocks = le32_at(h + 56);
@@ -886,7 +948,7 @@ static bool dirty_union(const struct bitmap_geo *g, uint8_t *bits,
 			     (size_t)i * 4080 + k < nbytes; k++)
 				bits[(size_t)i * 4080 + k] |= h[4096u * (1 + i) + 16 + k];
 		any |= ok;
-		free(img);
+		unload(img);
 	}
 	return any;
 }
@@ -916,7 +978,7 @@ static int check_bitmap_dirty_only(const uint8_t *bits, char *why,
 			}
 	}
 	for (int c = 0; c < ncomp; c++)
-		free(bufs[c]);
+		unload(bufs[c]);
 	free(v);
 	return bad ? -1 : 0;
 }
@@ -937,8 +999,12 @@ static int verify_round(char *why, size_t wlen, bool after_first_crash)
 	uint64_t newest = newest_genid();
 	struct bitmap_geo g = bitmap_geo_of("");
 	static uint8_t bits[BM_BITMAP_MAX_BYTES];
+	/* (only the bytes of the regions there are: each page touched after
+	 * a fork is a fault) */
+	size_t nbits = g.present ? (size_t)((g.data_size + g.region - 1) / g.region) : 0;
+	size_t nbytes = nbits / 8 + 1 < sizeof(bits) ? nbits / 8 + 1 : sizeof(bits);
 	bool dirty_check = after_first_crash && g.present &&
-	                   dirty_union(&g, bits, sizeof(bits));
+	                   dirty_union(&g, bits, nbytes);
 	int st = run_child(verify_fn, 0);
 
 	if (st != 0) {
