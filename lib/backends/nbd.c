@@ -39,6 +39,11 @@
  *
  * What the export cannot do is emulated: no FUA means write then flush; no
  * WRITE_ZEROES means writing zeros from one shared read-only zero mapping.
+ * A read or write longer than the export takes (its advertised maximum
+ * block size; 32 MiB, the protocol's default, when it advertises none)
+ * goes in pieces, one after another: a read-ahead chunk may be longer,
+ * and a client of ours may send up to 32 MiB to an export that takes
+ * 1 MiB (before, such an export answered EINVAL and was failed out).
  * TRIM is zeroing that may unmap (so every copy reads zeros after it).
  * Zeroing is sent in pieces the export accepts: at most 32 MiB (or the
  * export's maximum block size) for written zeros, the maximum block size
@@ -73,6 +78,9 @@
 /* Written zeros: libnbd refuses payloads over 64 MiB and servers that
  * advertise no maximum may drop a connection over 32 MiB. */
 #define ZERO_PIECE_MAX (32u * 1024 * 1024)
+/* What a client may send an export that advertises no maximum (the NBD
+ * protocol's default) */
+#define DATA_PIECE_MAX (32u * 1024 * 1024)
 
 struct nbd_backend;
 
@@ -89,11 +97,12 @@ struct nbd_cmd {
 	enum bm_bop op;         /* what to send next (FUA emulation flushes) */
 	int result;
 	bool then_flush;        /* emulated FUA: flush once the data is done */
-	uint32_t done_bytes;    /* zero/trim: bytes already zeroed */
-	uint32_t piece;         /* zero/trim: length of the piece in flight */
+	uint32_t done_bytes;    /* read/write/zero/trim: bytes already done */
+	uint32_t piece;         /* ... and the length of the piece in flight */
 	/* read: what the reply's chunks covered (on_read_chunk): the
-	 * contiguous part from the start, and pieces that came ahead of it */
-	uint64_t covered;       /* [offset, offset + covered) */
+	 * contiguous part from the piece's start, and pieces that came ahead
+	 * of it */
+	uint64_t covered;       /* [piece's offset, + covered) */
 	int npiece;             /* -1: the chunks overlapped, or too many */
 	struct { uint64_t start, end; } piece_ahead[READ_PIECES];
 	struct nbd_cmd *next;   /* queue, completed list or free list */
@@ -214,7 +223,9 @@ static int on_read_chunk(void *user_data, const void *subbuf, size_t count,
 	if ((status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE) ||
 	    c->npiece < 0 || count == 0)
 		return 0;
-	start = offset - c->r->offset;
+	if (offset < c->r->offset + c->done_bytes)
+		goto bad;
+	start = offset - (c->r->offset + c->done_bytes);
 	end = start + count;
 	for (int i = 0; i < c->npiece; i++)
 		if (start < c->piece_ahead[i].end && c->piece_ahead[i].start < end)
@@ -258,11 +269,21 @@ static int on_read_complete(void *user_data, int *error)
 
 	if (*error)
 		complete(c, -*error);
-	else if (c->npiece != 0 || c->covered != c->r->length)
+	else if (c->npiece != 0 || c->covered != c->piece)
 		complete(c, -EIO); /* (a server that broke the protocol) */
 	else
 		complete(c, 0);
 	return 1;
+}
+
+/* The longest read or write the export takes. */
+static uint32_t data_piece(const struct nbd_backend *nb, uint32_t left)
+{
+	uint32_t max = DATA_PIECE_MAX;
+
+	if (nb->max_block && nb->max_block < max)
+		max = nb->max_block;
+	return left > max ? max : left;
 }
 
 static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
@@ -336,8 +357,11 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 		}
 		c->covered = 0;
 		c->npiece = 0;
-		cookie = nbd_aio_pread_structured(nb->h, r->buf, r->length,
-		                  r->offset, (nbd_chunk_callback){.callback =
+		c->piece = data_piece(nb, r->length - c->done_bytes);
+		cookie = nbd_aio_pread_structured(nb->h,
+		                  (char *)r->buf + c->done_bytes, c->piece,
+		                  r->offset + c->done_bytes,
+		                  (nbd_chunk_callback){.callback =
 		                  on_read_chunk, .user_data = c},
 		                  (nbd_completion_callback){.callback =
 		                  on_read_complete, .user_data = c}, 0);
@@ -347,7 +371,9 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			complete(c, 0);
 			return;
 		}
-		cookie = nbd_aio_pwrite(nb->h, r->buf, r->length, r->offset, cb,
+		c->piece = data_piece(nb, r->length - c->done_bytes);
+		cookie = nbd_aio_pwrite(nb->h, (const char *)r->buf + c->done_bytes,
+		                        c->piece, r->offset + c->done_bytes, cb,
 		                        flags);
 		break;
 	case BM_BOP_FLUSH:
@@ -442,7 +468,7 @@ static void issue_queued_locked(struct nbd_backend *nb)
 	check_over_locked(nb);
 }
 
-/* A completed command may have more to send: the next zero piece, or the
+/* A completed command may have more to send: the next piece, or the
  * flush of an emulated FUA.  Returns true when it was sent again
  * (call_lock held). */
 static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
@@ -451,7 +477,7 @@ static bool continue_cmd(struct nbd_backend *nb, struct nbd_cmd *c)
 
 	if (c->result != 0 || c->xr)
 		return false;
-	if (c->op == BM_BOP_ZERO || c->op == BM_BOP_TRIM) {
+	if (c->op != BM_BOP_FLUSH) {
 		c->done_bytes += c->piece;
 		more = c->done_bytes < c->r->length;
 	}
