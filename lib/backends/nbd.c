@@ -40,8 +40,9 @@
  * What the export cannot do is emulated: no FUA means write then flush; no
  * WRITE_ZEROES means writing zeros from one shared read-only zero mapping.
  * A read or write longer than the export takes (its advertised maximum
- * block size; 32 MiB, the protocol's default, when it advertises none)
- * goes in pieces, one after another: a read-ahead chunk may be longer,
+ * block size, and never more than 32 MiB: the protocol's default, which
+ * every server takes) goes in pieces, one after another (each waits for
+ * the one before: a round trip per piece): a read-ahead chunk may be longer,
  * and a client of ours may send up to 32 MiB to an export that takes
  * 1 MiB (before, such an export answered EINVAL and was failed out).
  * TRIM is zeroing that may unmap (so every copy reads zeros after it).
