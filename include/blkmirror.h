@@ -114,6 +114,11 @@ void bm_mirror_close(bm_mirror *m);
 /* Size in bytes of the mirror's data area. */
 uint64_t bm_mirror_size(const bm_mirror *m);
 
+/* The alignment (and shortest length) every component present takes:
+ * the largest minimum block size their NBD exports advertise, at least 1.
+ * What the NBD server advertises to a client when it connects. */
+uint32_t bm_mirror_min_block(bm_mirror *m);
+
 /* Sets the read balance algorithm (and slice, if nonzero) at once; persists
  * it in the labels. */
 int bm_mirror_configure(bm_mirror *m, int balance, uint32_t slice);

@@ -847,6 +847,21 @@ uint64_t bm_mirror_size(const bm_mirror *m)
 	return m->size;
 }
 
+uint32_t bm_mirror_min_block(bm_mirror *m)
+{
+	uint32_t min = 1;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_backend *be = bm_comp_get(&m->comp[i]);
+		if (!be)
+			continue;
+		if (be->min_block > min)
+			min = be->min_block;
+		bm_comp_put(&m->comp[i]);
+	}
+	return min;
+}
+
 int bm_mirror_submit(bm_mirror *m, struct bm_io *io)
 {
 	return bm_io_submit(m, io);

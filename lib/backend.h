@@ -88,6 +88,9 @@ struct bm_backend {
 	char path[PATH_MAX];
 	uint64_t size;       /* bytes */
 	bool rotational;
+	uint32_t min_block;  /* the shortest, and alignment of, requests it
+	                        takes (an NBD export's advertised minimum
+	                        block size); 0: any (files align themselves) */
 	dev_t st_dev;        /* identity, to find one disk named twice */
 	ino_t st_ino;
 	dev_t st_rdev;

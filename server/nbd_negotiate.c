@@ -181,12 +181,14 @@ static int send_info(const struct chan *ch, uint32_t opt, const struct bm_nbd_ex
 	err = reply(ch, opt, NBD_REP_INFO, b, 12);
 	if (err)
 		return err;
-	/* Block sizes: any alignment works; 4 KiB is fastest. */
+	/* Block sizes: the components' alignment (any, unless an NBD
+	 * component has a minimum); 4 KiB is fastest. */
+	uint32_t min = exp->min_block > 1 ? exp->min_block : 1;
 	t = htobe16(NBD_INFO_BLOCK_SIZE);
 	memcpy(b, &t, 2);
-	v = htobe32(1);
+	v = htobe32(min);
 	memcpy(b + 2, &v, 4);
-	v = htobe32(4096);
+	v = htobe32(min > 4096 ? min : 4096);
 	memcpy(b + 6, &v, 4);
 	v = htobe32(BM_MAX_IO);
 	memcpy(b + 10, &v, 4);

@@ -129,6 +129,7 @@ struct conn {
 	atomic_int refs;           /* reader + writer */
 	atomic_bool dead;          /* replies can no longer be sent */
 	struct budget bytes;
+	uint32_t min_block;        /* told the client at negotiation */
 	atomic_int pending;        /* requests whose reply is not finished */
 	atomic_int borrowing;      /* reads with BM_IO_BORROW not finished */
 	pthread_mutex_t send_lock; /* the queue, sending, free_reqs, reader_done */
@@ -871,8 +872,18 @@ static void transmission(struct conn *c)
 			break;
 		if (nbd_parse_request(hdr, &q) < 0)
 			break; /* bad magic: the stream is lost */
-		switch (nbd_check_request(&q, c->srv->exp.size, BM_MAX_IO,
-		                          &nbd_err, &payload)) {
+		enum nbd_verdict v = nbd_check_request(&q, c->srv->exp.size,
+		                                       BM_MAX_IO, &nbd_err,
+		                                       &payload);
+		/* not aligned to what we advertised: the components would
+		 * refuse it (and be failed out for it) */
+		if (v == NBD_DO && c->min_block > 1 &&
+		    q.type != NBD_CMD_FLUSH && q.type != NBD_CMD_DISC &&
+		    ((q.offset | q.length) & (c->min_block - 1))) {
+			v = NBD_REPLY_ERROR;
+			nbd_err = NBD_EINVAL;
+		}
+		switch (v) {
 		case NBD_HANG_UP:
 			goto out;
 		case NBD_REPLY_ERROR: {
@@ -903,7 +914,13 @@ static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct bm_nbd_server *s = c->srv;
-	int rc = bm_nbd_negotiate_timed(c->fd, c->fd, &s->exp,
+	struct bm_nbd_export exp = s->exp;
+
+	/* the components' alignment when the client connects (an insert
+	 * that would raise it is refused: live.c) */
+	exp.min_block = bm_mirror_min_block(s->m);
+	c->min_block = exp.min_block;
+	int rc = bm_nbd_negotiate_timed(c->fd, c->fd, &exp,
 	                                s->limits.negotiate_ms);
 
 	if (rc == -ETIMEDOUT)

@@ -16,6 +16,8 @@ struct bm_nbd_export {
 	const char *name;   /* also served as the default export "" */
 	uint64_t size;
 	uint16_t tflags;    /* transmission flags */
+	uint32_t min_block; /* requests must be aligned to it (power of two;
+	                       0: 1) */
 };
 
 /*

@@ -977,6 +977,10 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nb->can_flush = nbd_can_flush(nb->h) == 1;
 	nb->can_extents = nbd_can_meta_context(nb->h,
 	                          LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
+	int64_t min_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MINIMUM);
+	nb->base.min_block = min_block > 1 && min_block <= 65536 &&
+	                     !(min_block & (min_block - 1))
+	                             ? (uint32_t)min_block : 0;
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;
