@@ -847,9 +847,13 @@ uint64_t bm_mirror_size(const bm_mirror *m)
 	return m->size;
 }
 
+/* The largest minimum of the components present, and of every one seen
+ * present before: a component that needs 4 KiB and is out of service
+ * (deactivated, disconnected, failed) comes back to clients that were
+ * told 4 KiB meanwhile too. */
 uint32_t bm_mirror_min_block(bm_mirror *m)
 {
-	uint32_t min = 1;
+	uint32_t min = atomic_load(&m->min_block);
 
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_backend *be = bm_comp_get(&m->comp[i]);
@@ -859,7 +863,12 @@ uint32_t bm_mirror_min_block(bm_mirror *m)
 			min = be->min_block;
 		bm_comp_put(&m->comp[i]);
 	}
-	return min;
+	if (min < 1)
+		min = 1;
+	uint32_t seen = atomic_load(&m->min_block);
+	while (seen < min && !atomic_compare_exchange_weak(&m->min_block, &seen, min))
+		;
+	return min > seen ? min : seen;
 }
 
 int bm_mirror_submit(bm_mirror *m, struct bm_io *io)

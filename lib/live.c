@@ -200,13 +200,14 @@ static int check_new(struct bm_mirror *m, const char *path,
 		                "needs %" PRIu64 " (its %" PRIu64 " bytes of data "
 		                "and %u of metadata)", path, be->size, m->name,
 		                m->size + BM_META_SIZE, m->size, BM_META_SIZE);
-	if (be->min_block > bm_mirror_min_block(m))
+	uint32_t told = bm_mirror_min_block(m);
+	if (be->min_block > told)
 		return bm_error(EINVAL, "%s takes only requests aligned to %u "
 		                "bytes (its minimum block size), and %s's clients "
 		                "were told that %u works: it would refuse their "
 		                "requests; serve it without that minimum, or make "
 		                "a new mirror with it", path, be->min_block, m->name,
-		                bm_mirror_min_block(m));
+		                told);
 	err = refuse_same_storage(m, path, be);
 	if (err < 0)
 		return err;

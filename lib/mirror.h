@@ -194,6 +194,8 @@ struct bm_mirror {
 
 	pthread_mutex_t meta_lock;      /* labels, states, genid, syncid */
 	pthread_mutex_t info_lock;      /* why[], sync_error: what status shows */
+	atomic_uint min_block;          /* bm_mirror_min_block: what clients
+	                                   were told; never lowered */
 	atomic_int io_timeout_ms;       /* a component silent this long with
 	                                   requests outstanding is given up */
 	atomic_int read_error_limit;    /* repaired read errors before failing */

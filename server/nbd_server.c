@@ -1170,6 +1170,9 @@ int bm_nbd_server_run(struct bm_nbd_server *s, bm_mirror *m,
 	snprintf(s->export_name, sizeof(s->export_name), "%s", export_name);
 	s->exp.name = s->export_name;
 	s->exp.size = bm_mirror_size(m);
+	(void)bm_mirror_min_block(m); /* what the assembled components take,
+	                                 kept even if one leaves before the
+	                                 first client */
 	s->exp.tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 	                NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM |
 	                NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN;

@@ -58,6 +58,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libnbd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -978,9 +979,17 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nb->can_extents = nbd_can_meta_context(nb->h,
 	                          LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	int64_t min_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MINIMUM);
-	nb->base.min_block = min_block > 1 && min_block <= 65536 &&
-	                     !(min_block & (min_block - 1))
-	                             ? (uint32_t)min_block : 0;
+	if (min_block > 4096 || (min_block > 1 && (min_block & (min_block - 1)))) {
+		/* labels, lease and bitmap are 4 KiB blocks */
+		bm_error(EINVAL, "%s: the export takes only requests aligned to "
+		         "%" PRId64 " bytes (its minimum block size); a component "
+		         "must take 4096-byte blocks (the mirror's metadata)", uri,
+		         min_block);
+		nbd_close(nb->h);
+		free(nb);
+		return -EINVAL;
+	}
+	nb->base.min_block = min_block > 1 ? (uint32_t)min_block : 0;
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;

@@ -11,7 +11,8 @@
 need qemu-io
 need nbdsh
 need nbdinfo
-for d in d0 d1 d2; do
+disk p0 64M; disk p1 64M
+for d in d0 d1 d2 d3; do
   disk $d 64M --filter=blocksize-policy blocksize-minimum=4096 blocksize-error-policy=error
 done
 # the disks really refuse 512-byte requests (libnbd's strict mode off: it
@@ -49,8 +50,30 @@ errs=$(bm stat --prometheus m0 | grep '_errors_total{' | awk '{s += $NF} END {pr
 [ "$errs" = 0 ] || fail "the components counted $errs errors"
 stop m0
 
+# a file and a 4 KiB export: the 4 KiB stays what clients are told while
+# the export is out of service, so a client that connected meanwhile does
+# not send it 512-byte writes once it is back
+mkimg 64 a
+bm label -n m2 "$T/a" "$(disk_uri d3)"
+serve m2
+bm deactivate m2 "$(disk_uri d3)" || fail "deactivate failed"
+info=$(nbdinfo "$(uri m2)") || fail "nbdinfo failed"
+grep -q "block_size_minimum: 4096" <<<"$info" ||
+  fail "the minimum dropped while the 4 KiB export was out of service: $(grep block_size <<<"$info")"
+bm activate --wait m2 "$(disk_uri d3)" >/dev/null || fail "activate failed"
+out=$(qemu-io -f raw "$(uri m2)" -c "write -P 0x22 512 512" -c "read -P 0x22 512 512" 2>&1) ||
+  fail "qemu-io on m2 failed: $out"
+grep -q "failed" <<<"$out" && fail "qemu-io on m2: $out"
+st=$(bm status m2) || fail "m2's status exits non-zero: $st"
+[ "$(grep -c '(ACTIVE)' <<<"$st")" = 2 ] || fail "a component of m2 left service: $st"
+stop m2
+
+# an export whose minimum is larger than the mirror's 4 KiB metadata blocks
+disk big 64M --filter=blocksize-policy blocksize-minimum=8192 blocksize-preferred=8192 blocksize-error-policy=error
+expect_error "takes only requests aligned to 8192 bytes .*must take 4096-byte blocks" \
+  bm label -n m3 "$(disk_uri big)" "$(disk_uri p0)"
+
 # insert into a mirror without a minimum: refused, nothing written
-disk p0 64M; disk p1 64M
 bm label -n m1 "$(disk_uri p0)" "$(disk_uri p1)"
 serve m1
 before=$(nbdsh -u "$(disk_uri d2)" -c 'import hashlib' -c 'print(hashlib.sha256(h.pread(65536, 0) + h.pread(1048576, 63 * 1048576)).hexdigest())')
