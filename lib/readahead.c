@@ -443,10 +443,6 @@ static uint32_t chunk_bound(struct bm_mirror *m, int comp)
 	return p;
 }
 
-/* A component's chunk size.  The first time, from what it says it is: a
- * rotating disk starts larger, since it surely needs long transfers; the
- * measurement (learn) takes it from there, and only the memory cap bounds
- * it (lock held). */
 /* Where a component's chunk size starts: larger on a disk that says it
  * rotates (its backend read under a user count: a remove may close it). */
 static uint32_t chunk_start(struct bm_mirror *m, int comp)
@@ -459,6 +455,10 @@ static uint32_t chunk_start(struct bm_mirror *m, int comp)
 	return rotational ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
 }
 
+/* A component's chunk size.  The first time, from what it says it is: a
+ * rotating disk starts larger, since it surely needs long transfers; the
+ * measurement (learn) takes it from there, and only the memory cap bounds
+ * it (lock held). */
 static uint32_t chunk_size(struct bm_mirror *m, int comp)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];

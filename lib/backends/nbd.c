@@ -77,12 +77,10 @@
 
 #define CONNECT_TIMEOUT_MS 10000
 #define DISCONNECT_TIMEOUT_MS 2000
-/* Written zeros: libnbd refuses payloads over 64 MiB and servers that
- * advertise no maximum may drop a connection over 32 MiB. */
-#define ZERO_PIECE_MAX (32u * 1024 * 1024)
-/* What a client may send an export that advertises no maximum (the NBD
- * protocol's default) */
-#define DATA_PIECE_MAX (32u * 1024 * 1024)
+/* The longest write or read sent to an export that advertises no maximum
+ * (written zeros too): libnbd refuses payloads over 64 MiB, and a server
+ * may drop a connection over 32 MiB (the protocol's default). */
+#define PIECE_MAX (32u * 1024 * 1024)
 
 struct nbd_backend;
 
@@ -162,7 +160,7 @@ static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
 
 static void zero_map_init(void)
 {
-	void *p = mmap(NULL, ZERO_PIECE_MAX, PROT_READ,
+	void *p = mmap(NULL, PIECE_MAX, PROT_READ,
 	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	zero_map = p == MAP_FAILED ? NULL : p;
 }
@@ -281,20 +279,20 @@ static int on_read_complete(void *user_data, int *error)
 /* The longest read or write the export takes. */
 static uint32_t data_piece(const struct nbd_backend *nb, uint32_t left)
 {
-	uint32_t max = DATA_PIECE_MAX;
+	uint32_t max = PIECE_MAX;
 
 	if (nb->max_block && nb->max_block < max)
 		max = nb->max_block;
 	return left > max ? max : left;
 }
 
+/* Native zeroing goes up to the advertised maximum (none: all at once);
+ * written zeros are a write. */
 static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 {
-	uint32_t max = nb->can_zero ? nb->max_block : ZERO_PIECE_MAX;
-
-	if (!nb->can_zero && nb->max_block && nb->max_block < max)
-		max = nb->max_block;
-	return (max && left > max) ? max : left;
+	if (!nb->can_zero)
+		return data_piece(nb, left);
+	return (nb->max_block && left > nb->max_block) ? nb->max_block : left;
 }
 
 /* libnbd extent callback (call_lock held): the first extent answers. */
