@@ -17,7 +17,10 @@ fpid=$!
 sleep 0.5
 out=$(bm stat m0 -b -d)
 echo "$out"
-echo "$out" | head -2 | tail -1 | grep -q 'L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w    d/s   kBps   ms/d   %busy Name' || fail "header"
+# (no pipe into grep -q: under pipefail a writer cut off early fails it)
+hdr=$(sed -n 2p <<<"$out")
+[[ "$hdr" == *'L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w    d/s   kBps   ms/d   %busy Name'* ]] ||
+  fail "header: '$hdr'"
 echo "$out" | grep -q "| $T/a$" || fail "no row for a"
 echo "$out" | grep -q "| mirror/m0$" || fail "no mirror row"
 json=$(bm stat m0 -c 1 -I 500ms --json)
