@@ -189,7 +189,7 @@ static void *comp_op_run(void *arg)
 	struct bm_component *c = &m->comp[o->comp];
 	uint64_t t0 = bm_now_ns();
 
-	bm_queue_enter(&c->inflight, &c->stats);
+	bm_comp_enter(c, t0);
 	struct bm_backend *be = bm_comp_get(c);
 	o->err = be ? bm_backend_io_wait_timeout(be, o->op, o->buf, o->len,
 	                                         o->off, 0,
@@ -197,7 +197,7 @@ static void *comp_op_run(void *arg)
 	            : -ENOTCONN;
 	if (be)
 		bm_comp_put(c);
-	bm_queue_leave(&c->inflight, &c->stats);
+	bm_comp_leave(c, t0);
 	bm_stats_account(&c->stats, o->op == BM_BOP_READ ? BM_STAT_READ
 	                 : o->op == BM_BOP_WRITE ? BM_STAT_WRITE : BM_STAT_OTHER,
 	                 o->len, bm_now_ns() - t0, o->err);

@@ -125,7 +125,7 @@ static void read_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	bm_queue_leave(&c->inflight, &c->stats);
+	bm_comp_leave(c, s->t0_ns);
 	account(c, s, result);
 	if (result < 0) {
 		s->tried |= 1u << s->comp;
@@ -188,7 +188,7 @@ static void write_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	bm_queue_leave(&c->inflight, &c->stats);
+	bm_comp_leave(c, s->t0_ns);
 	account(c, s, result);
 	s->result = result;
 	if (result < 0)
@@ -239,7 +239,7 @@ static void sub_issue(struct sub *s)
 	int err;
 
 	s->t0_ns = bm_now_ns();
-	bm_queue_enter(&c->inflight, &c->stats);
+	bm_comp_enter(c, s->t0_ns);
 	if (s->br.op == BM_BOP_READ)
 		atomic_store(&c->head_pos, s->br.offset + s->br.length);
 	be = bm_comp_get(c);

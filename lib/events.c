@@ -12,8 +12,10 @@
  *
  * Between events it wakes a few times a second to
  *  - give up on components that stopped answering: one with requests
- *    outstanding that completed nothing for io_timeout_ms is
- *    DISCONNECTED and its backend aborted, which ends what it holds;
+ *    outstanding that completed nothing for io_timeout_ms, or one whose
+ *    oldest request has waited that long (a lost reply, one stuck
+ *    sector), is DISCONNECTED and its backend aborted, which ends what
+ *    it holds;
  *  - ask each backend whether its component is still there (a deleted
  *    file, a vanished device, a dead connection), so status tells within
  *    a second even when the mirror is idle;
@@ -95,9 +97,29 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
 	pthread_mutex_unlock(&m->ev_lock);
 }
 
-/* Components with requests outstanding that finished nothing for the
- * timeout are given up: disconnected (and retried later), their backend
- * aborted so that what they hold completes with an error. */
+/* The submission time of c's oldest outstanding request, to within a slot
+ * (rounded up: the end of its slot); 0 if none is counted.  A slot counts
+ * requests of its latest turn of the ring and any left from earlier turns
+ * (older still), so its latest turn is a lower bound of their age. */
+static uint64_t oldest_submitted(struct bm_component *c, uint64_t now)
+{
+	uint64_t cur = now >> BM_AGE_SHIFT;
+
+	for (uint64_t back = BM_AGE_SLOTS - 1; back > 0; back--) {
+		if (back > cur)
+			continue;
+		uint64_t slot = cur - back;
+		if (atomic_load(&c->age[slot % BM_AGE_SLOTS]) > 0)
+			return (slot + 1) << BM_AGE_SHIFT;
+	}
+	return atomic_load(&c->age[cur % BM_AGE_SLOTS]) > 0 ? now : 0;
+}
+
+/* Components given up: one with requests outstanding that finished
+ * nothing for the timeout, or with one request outstanding for the
+ * timeout while it answers others.  It is disconnected (and retried
+ * later), its backend aborted so that what it holds completes with an
+ * error. */
 static void watchdog(struct bm_mirror *m)
 {
 	uint64_t now = bm_now_ns();
@@ -110,17 +132,25 @@ static void watchdog(struct bm_mirror *m)
 		int s = atomic_load(&c->state);
 		if (atomic_load(&c->inflight) <= 0 || !c->be)
 			continue;
+		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
+			continue;
 		uint64_t since = atomic_load(&c->stats.busy_since);
 		uint64_t last = atomic_load(&c->stats.last_done);
 		if (last > since)
 			since = last;
-		if (now <= since || now - since < limit)
-			continue;
-		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
+		bool silent = now > since && now - since >= limit;
+		uint64_t oldest = silent ? 0 : oldest_submitted(c, now);
+		if (!silent && (!oldest || now <= oldest || now - oldest < limit))
 			continue;
 		char why[128];
-		snprintf(why, sizeof(why), "no answer for %d s (io-timeout)",
-		         atomic_load(&m->io_timeout_ms) / 1000);
+		if (silent)
+			snprintf(why, sizeof(why), "no answer for %d s "
+			         "(io-timeout)",
+			         atomic_load(&m->io_timeout_ms) / 1000);
+		else
+			snprintf(why, sizeof(why), "a request unanswered for "
+			         "%d s while others were answered (io-timeout)",
+			         atomic_load(&m->io_timeout_ms) / 1000);
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);
@@ -128,10 +158,9 @@ static void watchdog(struct bm_mirror *m)
 		 * its clients wait for it (bm_mirror_close does not). */
 		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->hang_warned) {
 			c->hang_warned = true;
-			fprintf(stderr, "blkmirror: %s: %s: no answer for %d s, "
-			        "and it is the last ACTIVE component: waiting "
-			        "for it\n", m->name, c->path,
-			        atomic_load(&m->io_timeout_ms) / 1000);
+			fprintf(stderr, "blkmirror: %s: %s: %s, and it is the "
+			        "last ACTIVE component: waiting for it\n",
+			        m->name, c->path, why);
 		}
 	}
 }

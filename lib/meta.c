@@ -130,6 +130,7 @@ int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
 			? atomic_load(&c->sync_durable) : 0;
 	err = bm_label_store(c->be, &c->label, timeout_of(m));
 	c->label_stale = err < 0;
+	c->label_err = err;
 	if (err < 0)
 		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",
 		        m->name, c->path, strerror(-err));
@@ -186,8 +187,7 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 			continue;
 		s->label.genid = m->genid;
 		if (bm_meta_write_label(m, s) < 0)
-			bm_meta_drop_locked(m, s, BM_CS_FAILED,
-			                    "cannot write its label");
+			bm_meta_label_failed_locked(m, s, "");
 	}
 	/* The survivor that stayed (the last ACTIVE one) may not have the
 	 * bump on disk: then nothing written from now on can be trusted to
@@ -205,6 +205,18 @@ void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
                          const char *why)
 {
 	bm_meta_drop_locked(m, c, BM_CS_FAILED, why);
+}
+
+void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
+                                 const char *when)
+{
+	char why[160];
+	int err = c->label_err < 0 ? c->label_err : -EIO;
+
+	snprintf(why, sizeof(why), "cannot write its label%s: %s", when,
+	         strerror(-err));
+	bm_meta_drop_locked(m, c, bm_error_is_gone(err) ? BM_CS_DISCONNECTED
+	                                                : BM_CS_FAILED, why);
 }
 
 /* Caller holds meta_lock.  Writes every writable component's label. */
@@ -262,8 +274,7 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 			for (int i = 0; i < m->ncomp; i++) {
 				struct bm_component *c = &m->comp[i];
 				if (writable(c) && c->label_stale)
-					bm_meta_fail_locked(m, c,
-					        "cannot write its label (marking dirty)");
+					bm_meta_label_failed_locked(m, c, " (marking dirty)");
 			}
 		}
 		if (!recorded_somewhere(m)) {
@@ -356,8 +367,7 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 		for (int i = 0; i < m->ncomp; i++) {
 			struct bm_component *c = &m->comp[i];
 			if (writable(c) && c->label_stale)
-				bm_meta_fail_locked(m, c,
-				        "cannot write its label (marking clean)");
+				bm_meta_label_failed_locked(m, c, " (marking clean)");
 		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);

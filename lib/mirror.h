@@ -105,6 +105,19 @@ static inline void bm_queue_leave(atomic_int *q, struct bm_comp_stats *st)
 		                 now - atomic_load(&st->busy_since));
 }
 
+/*
+ * How old a component's oldest outstanding request is, without a list:
+ * requests are counted by when they were submitted, in a ring of slots of
+ * 2^BM_AGE_SHIFT ns (~1.07 s) each, and the watchdog (events.c) looks for
+ * a slot still counting requests that were submitted io-timeout ago.  The
+ * ring covers more than the largest io-timeout (3600 s), so a slot is
+ * reused only after its requests are given up.  This catches a component
+ * that answers every request but one (a lost reply, one stuck sector),
+ * which "completed nothing for io-timeout" does not.
+ */
+#define BM_AGE_SHIFT 30
+#define BM_AGE_SLOTS 4096
+
 /* Adds one completed request to a set of counters. */
 void bm_stats_account(struct bm_comp_stats *st, int kind, uint64_t bytes,
                       uint64_t ns, int result);
@@ -136,6 +149,7 @@ struct bm_component {
 	                                   member: foreign, a duplicate) */
 	bool label_stale;               /* meta_lock: its last label write
 	                                   failed: it may not hold the genid */
+	int label_err;                  /* meta_lock: that write's error */
 	bool hang_warned;               /* events.c: said it hangs, once */
 	bool rejoin;                    /* ABSENT because it could not be
 	                                   opened at the start: tried again
@@ -149,6 +163,8 @@ struct bm_component {
 	                                   bitmap (bitmap.c) */
 	atomic_bool sync_regions;       /* sync.c: this copy covers only the
 	                                   bitmap's set regions */
+	atomic_int age[BM_AGE_SLOTS];   /* outstanding requests by submission
+	                                   time (bm_comp_enter) */
 };
 
 /*
@@ -172,6 +188,26 @@ static inline struct bm_backend *bm_comp_get(struct bm_component *c)
 static inline void bm_comp_put(struct bm_component *c)
 {
 	atomic_fetch_sub(&c->users, 1);
+}
+
+/* A request to component c starts / ends: t0 is its submission time, the
+ * same value to both (bm_now_ns() taken just before bm_comp_enter). */
+static inline atomic_int *bm_comp_age_slot(struct bm_component *c,
+                                           uint64_t t0)
+{
+	return &c->age[(t0 >> BM_AGE_SHIFT) % BM_AGE_SLOTS];
+}
+
+static inline void bm_comp_enter(struct bm_component *c, uint64_t t0)
+{
+	atomic_fetch_add(bm_comp_age_slot(c, t0), 1);
+	bm_queue_enter(&c->inflight, &c->stats);
+}
+
+static inline void bm_comp_leave(struct bm_component *c, uint64_t t0)
+{
+	bm_queue_leave(&c->inflight, &c->stats);
+	atomic_fetch_sub(bm_comp_age_slot(c, t0), 1);
 }
 
 /* Every state but REMOVED: what status, list and stat show. */
@@ -309,6 +345,12 @@ void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
 /* The same, into `state` (BM_CS_FAILED or BM_CS_DISCONNECTED). */
 void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
                          int state, const char *why);
+/* Caller holds meta_lock.  c's label write failed (c->label_err): out of
+ * service, DISCONNECTED (reconnected and copied later) when it did not
+ * answer or went away, FAILED when it answered with an error.  `when` is
+ * said after the reason ("", " (marking dirty)"). */
+void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
+                                 const char *when);
 int bm_meta_write_all_labels(struct bm_mirror *m);
 /* Flushes every writable component (deadline io_timeout_ms); one whose
  * flush fails is failed out.  0 when every component left in service

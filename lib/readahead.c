@@ -724,7 +724,7 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		c->br.done = chunk_done;
 		c->br.opaque = c;
 		c->t_issue = bm_now_ns();
-		bm_queue_enter(&comp->inflight, &comp->stats);
+		bm_comp_enter(comp, c->t_issue);
 		struct bm_backend *be = bm_comp_get(comp);
 		c->epoch = atomic_load(&comp->epoch);
 		int err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
@@ -999,7 +999,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	/* before c can be freed (and nchunks fall): bm_ra_destroy waits for
 	 * this call to end, not only for the chunk to be freed */
 	atomic_fetch_add(&ra->landing, 1);
-	bm_queue_leave(&comp->inflight, &comp->stats);
+	bm_comp_leave(comp, c->t_issue);
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
 	                 result);
 	pthread_mutex_lock(&ra->lock);

@@ -103,7 +103,7 @@ static int record_departure_locked(struct bm_mirror *m, struct bm_component *c)
 			continue;
 		s->label.genid = m->genid;
 		if (bm_meta_write_label(m, s) < 0)
-			bm_meta_fail_locked(m, s, "cannot write its label");
+			bm_meta_label_failed_locked(m, s, "");
 	}
 	for (int i = 0; i < m->ncomp; i++)
 		left += &m->comp[i] != c &&
@@ -237,7 +237,7 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 		               strerror(-err));
 		/* an ACTIVE one whose label is not current fails (meta.c) */
 		if (atomic_load(&c->state) == BM_CS_ACTIVE)
-			bm_meta_fail_locked(m, c, "cannot write its label");
+			bm_meta_label_failed_locked(m, c, "");
 		return err;
 	}
 	atomic_store(&c->state, BM_CS_SYNCHRONIZING);
@@ -398,7 +398,7 @@ static int set_priority_serialized(bm_mirror *m, const char *path,
 			err = bm_error(err, "cannot write the label of %s: %s",
 			               c->path, strerror(-err));
 			if (in_service(s))
-				bm_meta_fail_locked(m, c, "cannot write its label");
+				bm_meta_label_failed_locked(m, c, "");
 		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);

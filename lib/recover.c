@@ -84,10 +84,10 @@ static int comp_io(struct bm_mirror *m, struct bm_component *c,
 	if (!be)
 		return -ENOTCONN;
 	uint64_t t0 = bm_now_ns();
-	bm_queue_enter(&c->inflight, &c->stats);
+	bm_comp_enter(c, t0);
 	err = bm_backend_io_wait_timeout(be, op, buf, len, off, 0,
 	                                 atomic_load(&m->io_timeout_ms));
-	bm_queue_leave(&c->inflight, &c->stats);
+	bm_comp_leave(c, t0);
 	bm_comp_put(c);
 	bm_stats_account(&c->stats, op == BM_BOP_READ ? BM_STAT_READ
 	                                              : BM_STAT_WRITE,

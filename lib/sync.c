@@ -185,7 +185,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	bool read = c->stage == ST_READ;
 	struct bm_component *comp = read ? &m->comp[c->src] : run->t;
 
-	bm_queue_leave(&comp->inflight, &comp->stats);
+	bm_comp_leave(comp, c->t0);
 	bm_stats_account(&comp->stats, read ? BM_STAT_READ
 	                 : c->kind == CH_ZERO ? BM_STAT_DELETE : BM_STAT_WRITE,
 	                 c->len, bm_now_ns() - c->t0, result);
@@ -214,14 +214,14 @@ static bool chunk_submit(struct sync_run *run, struct chunk *c,
 	run->refs++;
 	pthread_mutex_unlock(&run->lock);
 	c->t0 = bm_now_ns();
-	bm_queue_enter(&comp->inflight, &comp->stats);
+	bm_comp_enter(comp, c->t0);
 	be = bm_comp_get(comp);
 	err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
 	if (be)
 		bm_comp_put(comp);
 	if (err == 0)
 		return true;
-	bm_queue_leave(&comp->inflight, &comp->stats);
+	bm_comp_leave(comp, c->t0);
 	pthread_mutex_lock(&run->lock);
 	c->result = err;
 	run->refs--; /* never the last: this thread holds one */
