@@ -70,6 +70,18 @@ static int pick_round_robin(struct bm_mirror *m, uint32_t exclude)
 	return -1;
 }
 
+/* Whether c says it rotates: its backend read under a user count (a
+ * remove closes it once unused). */
+static bool comp_rotational(struct bm_component *c)
+{
+	struct bm_backend *be = bm_comp_get(c);
+	bool rotational = be && be->rotational;
+
+	if (be)
+		bm_comp_put(c);
+	return rotational;
+}
+
 static int pick_load(struct bm_mirror *m, uint32_t exclude, uint64_t off,
                      bool head_bonus)
 {
@@ -81,7 +93,7 @@ static int pick_load(struct bm_mirror *m, uint32_t exclude, uint64_t off,
 		if (!readable(m, i, exclude))
 			continue;
 		int load = atomic_load(&m->comp[i].inflight);
-		if (head_bonus && m->comp[i].be && m->comp[i].be->rotational) {
+		if (head_bonus && comp_rotational(&m->comp[i])) {
 			uint64_t head = atomic_load(&m->comp[i].head_pos);
 			uint64_t d = off > head ? off - head : head - off;
 			if (d < (1u << 20) && load > 0)

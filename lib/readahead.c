@@ -894,7 +894,7 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 		fprintf(stderr, "ra: comp %d chunk %u: %.1f MB/s (before %.1f) "
 		        "-> chunk %u %s (bound %u, rotational %d)\n", comp,
 		        measured, thr * 1e3, before * 1e3, rc->chunk, what, max,
-		        m->comp[comp].be && m->comp[comp].be->rotational);
+		        chunk_start(m, comp) == RA_CHUNK_START_ROTATIONAL);
 }
 
 /* A client read waits for chunk c: if another component would deliver it
