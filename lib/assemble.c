@@ -871,6 +871,19 @@ uint32_t bm_mirror_min_block(bm_mirror *m)
 	return min > seen ? min : seen;
 }
 
+int bm_min_block_check(bm_mirror *m, const struct bm_backend *be)
+{
+	uint32_t told = bm_mirror_min_block(m);
+
+	if (be->min_block <= told)
+		return 0;
+	return bm_error(EEXIST, "it came back taking only requests aligned to "
+	                "%u bytes (its minimum block size), and %s's clients "
+	                "were told that %u works: it would refuse their "
+	                "requests; serve it with a minimum of %u at most",
+	                be->min_block, m->name, told, told);
+}
+
 int bm_mirror_submit(bm_mirror *m, struct bm_io *io)
 {
 	return bm_io_submit(m, io);

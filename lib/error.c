@@ -1,6 +1,7 @@
 /* The thread-local "last error" message behind bm_last_error(). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "blkmirror.h"
 #include "error.h"
@@ -9,11 +10,14 @@ static __thread char last_error[512];
 
 int bm_error(int err, const char *fmt, ...)
 {
+	char msg[sizeof(last_error)];
 	va_list ap;
 
+	/* through a copy: the message may include bm_last_error() itself */
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof(last_error));
 	return err > 0 ? -err : err;
 }
 

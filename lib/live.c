@@ -547,6 +547,9 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 		               bm_data_area(be->size), m->size);
 		goto refused;
 	}
+	err = bm_min_block_check(m, be);
+	if (err < 0)
+		goto refused;
 	err = bm_label_read_timeout(m, be, &lab);
 	if (err == -ETIMEDOUT)
 		goto out; /* it connects but does not answer: still away */

@@ -351,6 +351,10 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
  * said after the reason ("", " (marking dirty)"). */
 void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
                                  const char *when);
+/* 0 if a component coming back with `be` takes requests as small as
+ * clients were told (bm_mirror_min_block); else -EEXIST (refused), the
+ * reason in bm_last_error(). */
+int bm_min_block_check(struct bm_mirror *m, const struct bm_backend *be);
 int bm_meta_write_all_labels(struct bm_mirror *m);
 /* Flushes every writable component (deadline io_timeout_ms); one whose
  * flush fails is failed out.  0 when every component left in service

@@ -151,7 +151,9 @@ static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 }
 
 /* Reads the label of a reopened component; 0 when it is this component
- * of this mirror. */
+ * of this mirror and fits it.  -EEXIST: refused (another label, too
+ * small, a larger minimum block size than clients were told), tried again
+ * slowly; other errors: still away. */
 static int check_label(struct bm_mirror *m, struct bm_component *c,
                        struct bm_backend *be)
 {
@@ -159,14 +161,17 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	int err;
 
 	if (bm_data_area(be->size) < m->size)
-		return bm_error(ENOSPC, "it came back smaller (%llu bytes)",
+		return bm_error(EEXIST, "it came back smaller (%llu bytes)",
 		                (unsigned long long)be->size);
+	err = bm_min_block_check(m, be);
+	if (err < 0)
+		return err;
 	err = bm_label_read_timeout(m, be, &l);
 	if (err < 0)
 		return err;
 	if (l.mirror_id != c->label.mirror_id ||
 	    l.component_id != c->label.component_id)
-		return bm_error(EINVAL, "it came back with another label "
+		return bm_error(EEXIST, "it came back with another label "
 		                "(mirror '%s')", l.name);
 	return 0;
 }
@@ -196,12 +201,19 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (err == 0)
 		err = check_label(m, c, be);
 	if (err < 0) {
+		/* refused (EEXIST): status says why, while it is away */
+		if (err == -EEXIST && from == BM_CS_DISCONNECTED &&
+		    atomic_load(&c->state) == BM_CS_DISCONNECTED)
+			bm_set_why(m, c, "%s", bm_last_error());
 		if (be) {
+			char msg[sizeof(c->why)];
+			snprintf(msg, sizeof(msg), "%s", bm_last_error());
 			/* its label read may still be outstanding (a component
 			 * that hangs): end it, so that close does not wait */
 			if (be->ops->abort)
 				be->ops->abort(be);
 			be->ops->close(be);
+			bm_error(-err, "%s", msg); /* close may have said more */
 		}
 		return err;
 	}
