@@ -173,7 +173,7 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	    l.component_id != c->label.component_id)
 		return bm_error(EEXIST, "it came back with another label "
 		                "(mirror '%s')", l.name);
-	return 0;
+	return bm_label_probe_timeout(m, be);
 }
 
 /* One attempt to bring c back from state `from` (DISCONNECTED here, FAILED
@@ -245,8 +245,9 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (err < 0) {
 		if (be->ops->abort)
 			be->ops->abort(be); /* the next attempt closes it */
-		bm_set_why(m, c, "came back, but its label cannot be written: %s",
-		           strerror(-err));
+		err = bm_error(err, "came back, but its label cannot be "
+		               "written: %s", strerror(-err));
+		bm_set_why(m, c, "%s", bm_last_error());
 	} else {
 		atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 		bm_set_why(m, c, "%s", "");

@@ -35,7 +35,10 @@
  * abort() (any thread) sets a flag and wakes the loop, which shuts its
  * duplicate of the socket down (shutdown(2) ends the connection for libnbd
  * too): libnbd then sees the connection end and fails what is in flight,
- * reported as -ECONNABORTED.
+ * reported as -ECONNABORTED.  With writes outstanding, the server may
+ * still carry them out: the connection is then ended for libnbd alone and
+ * kept, shut for writing, until the server closes it
+ * (end_connection_locked), and the component is not reconnected meanwhile.
  *
  * What the export cannot do is emulated: no FUA means write then flush; no
  * WRITE_ZEROES means writing zeros from one shared read-only zero mapping.
@@ -97,6 +100,7 @@ struct nbd_cmd {
 	enum bm_bop op;         /* what to send next (FUA emulation flushes) */
 	int result;
 	bool then_flush;        /* emulated FUA: flush once the data is done */
+	bool counted;           /* call_lock: in writes_sent */
 	uint32_t done_bytes;    /* read/write/zero/trim: bytes already done */
 	uint32_t piece;         /* ... and the length of the piece in flight */
 	/* read: what the reply's chunks covered (on_read_chunk): the
@@ -134,6 +138,7 @@ struct nbd_backend {
 	pthread_mutex_t call_lock;
 	struct nbd_cmd *done_head; /* completed, not yet seen by the loop */
 	bool over;              /* libnbd reported the connection dead/closed */
+	unsigned writes_sent;   /* writes, zeros and trims libnbd holds */
 	char over_reason[256];  /* libnbd's error, from the call that saw it */
 
 	atomic_bool dead;       /* for check(): reason is set before */
@@ -141,6 +146,9 @@ struct nbd_backend {
 
 	/* loop thread only */
 	bool shut;              /* abort: the socket was shut down */
+	bool draining;          /* abort with writes at the server: poll_fd
+	                           is read until the server closes it
+	                           (base.detached counts it meanwhile) */
 };
 
 static __thread struct nbd_backend *in_loop; /* set on a loop thread */
@@ -190,6 +198,10 @@ static void complete(struct nbd_cmd *c, int result)
 {
 	struct nbd_backend *nb = c->nb;
 
+	if (c->counted) {
+		c->counted = false;
+		nb->writes_sent--;
+	}
 	c->result = result;
 	c->next = nb->done_head;
 	nb->done_head = c;
@@ -330,6 +342,17 @@ static void issue_extent(struct nbd_backend *nb, struct nbd_cmd *c)
 	}
 }
 
+/* call_lock held: c's next command changes data at the server (a write,
+ * zeros, a trim); counted until it completes, so that an abort knows the
+ * server may still carry it out (see end_connection_locked). */
+static void count_write(struct nbd_backend *nb, struct nbd_cmd *c)
+{
+	if (!c->counted) {
+		c->counted = true;
+		nb->writes_sent++;
+	}
+}
+
 /* Sends c's next command to libnbd; on failure c completes with the error. */
 static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 {
@@ -372,6 +395,7 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			return;
 		}
 		c->piece = data_piece(nb, r->length - c->done_bytes);
+		count_write(nb, c);
 		cookie = nbd_aio_pwrite(nb->h, (const char *)r->buf + c->done_bytes,
 		                        c->piece, r->offset + c->done_bytes, cb,
 		                        flags);
@@ -389,13 +413,14 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			return;
 		}
 		c->piece = zero_piece(nb, r->length - c->done_bytes);
+		count_write(nb, c);
 		if (nb->can_zero) {
 			cookie = nbd_aio_zero(nb->h, c->piece,
 			                      r->offset + c->done_bytes, cb, flags);
 		} else {
 			pthread_once(&zero_once, zero_map_init);
 			if (!zero_map) {
-				complete(c, -ENOMEM);
+				complete(c, -ENOMEM); /* (uncounts it) */
 				return;
 			}
 			cookie = nbd_aio_pwrite(nb->h, zero_map, c->piece,
@@ -572,8 +597,83 @@ static void mark_dead(struct nbd_backend *nb)
 		q = c->next;
 		complete(c, -ENOTCONN); /* -ECONNABORTED after abort (deliver) */
 	}
+	if (!nb->draining) {
+		close(nb->poll_fd);
+		nb->poll_fd = -1;
+	}
+}
+
+/*
+ * abort(), on the loop with call_lock held: ends the connection for libnbd
+ * at once, so that everything in flight fails here and the mirror goes on.
+ * A write the server has received may still be carried out there after
+ * that (a request stuck in the server's disk, a lost reply): if it landed
+ * after the component came back and was copied, it would put old data
+ * over newer writes.  So when writes are outstanding, libnbd's descriptor
+ * is swapped for a dead socket (libnbd fails everything on its next look)
+ * while ours, the same connection, is only shut for writing: the server
+ * reads its end, finishes what it holds and closes the connection, which
+ * the loop sees by reading (and dropping) what comes until the end.
+ * Meanwhile base.detached counts it, and recover.c does not reconnect.
+ * Without writes outstanding the socket is simply shut down.
+ */
+static void end_connection_locked(struct nbd_backend *nb)
+{
+	int fd = nbd_aio_get_fd(nb->h), sv[2];
+
+	nb->shut = true;
+	if (nb->writes_sent == 0 || fd < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		shutdown(nb->poll_fd, SHUT_RDWR);
+		return;
+	}
+	close(sv[1]); /* sv[0] now reads end-of-file, writes fail */
+	if (dup3(sv[0], fd, O_CLOEXEC) < 0) {
+		close(sv[0]);
+		shutdown(nb->poll_fd, SHUT_RDWR);
+		return;
+	}
+	close(sv[0]);
+	nb->draining = true;
+	atomic_fetch_add(&nb->base.detached, 1);
+	shutdown(nb->poll_fd, SHUT_WR);
+	unsigned dir = nbd_aio_get_direction(nb->h);
+	if (dir & LIBNBD_AIO_DIRECTION_READ)
+		nbd_aio_notify_read(nb->h);
+	else if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+		nbd_aio_notify_write(nb->h);
+	check_over_locked(nb);
+}
+
+/* The old connection's server closed it (or it failed): what it held has
+ * ended there; the component may be reconnected. */
+static void end_drain(struct nbd_backend *nb)
+{
+	if (!nb->draining)
+		return;
+	nb->draining = false;
 	close(nb->poll_fd);
 	nb->poll_fd = -1;
+	atomic_fetch_sub(&nb->base.detached, 1);
+}
+
+/* Reads and drops what the old connection's server still sends (replies
+ * nobody waits for) until it closes the connection. */
+static void drain_read(struct nbd_backend *nb)
+{
+	char sink[16384];
+
+	for (;;) {
+		ssize_t n = read(nb->poll_fd, sink, sizeof(sink));
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		end_drain(nb);
+		return;
+	}
 }
 
 /* Gives the connection up when the loop cannot wait (poll failed: never
@@ -621,14 +721,12 @@ static void *loop_main(void *arg)
 		pthread_mutex_unlock(&nb->lock);
 		if (stop) {
 			pthread_mutex_unlock(&nb->call_lock);
+			end_drain(nb); /* closing: the server's end is not waited for */
 			break;
 		}
 		issue_queued_locked(nb); /* only while alive: mark_dead empties it */
-		if (!dead && abort_now && !nb->shut) {
-			/* our own descriptor: nobody else closes it */
-			shutdown(nb->poll_fd, SHUT_RDWR);
-			nb->shut = true;
-		}
+		if (!dead && abort_now && !nb->shut)
+			end_connection_locked(nb);
 		finished = take_finished_locked(nb, &last, &n);
 		pthread_mutex_unlock(&nb->call_lock);
 		if (finished) {
@@ -665,7 +763,9 @@ static void *loop_main(void *arg)
 		 * flight, never (tried; the label's first read hung). */
 		/* dir is never 0 on a live connection; if it were, polling the
 		 * socket for nothing could spin on a hang-up */
-		int np = poll(pfd, (dead || dir == 0) ? 1 : 2, -1);
+		if (dead && nb->draining)
+			pfd[1].events = POLLIN;
+		int np = poll(pfd, nb->draining || (!dead && dir != 0) ? 2 : 1, -1);
 		atomic_store(&nb->sleeping, false);
 		if (np < 0) {
 			if (errno == EINTR || dead)
@@ -679,8 +779,11 @@ static void *loop_main(void *arg)
 				/* spurious */
 			}
 		}
-		if (dead)
+		if (dead) {
+			if (nb->draining && pfd[1].revents)
+				drain_read(nb);
 			continue;
+		}
 		short ev = pfd[1].revents;
 		bool can_read = (ev & (POLLIN | POLLHUP | POLLERR)) &&
 		                (dir & LIBNBD_AIO_DIRECTION_READ);

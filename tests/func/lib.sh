@@ -211,18 +211,20 @@ release_client() {
   wait "$pid" 2>/dev/null || true
 }
 
-# hangdisk NAME SIZE_MIB [OFFSET]: a disk that stops answering while
+# hangdisk NAME SIZE_MIB [OFFSET|flush]: a disk that stops answering while
 # $T/NAME.hang exists (hang NAME / answer NAME), backed by $T/NAME.img,
 # through nbdkit's eval plugin; URI $(disk_uri NAME).  With OFFSET, only
 # requests that start at OFFSET stop, and the others are answered
-# meanwhile (one stuck sector, a lost reply).  (nbdkit 1.32's pause filter
+# meanwhile (one stuck sector, a lost reply); with "flush", only flushes.  (nbdkit 1.32's pause filter
 # aborts now and then when a client closes a connection whose requests it
 # holds, which is exactly what a mirror does to a component that hangs.)
 hangdisk() {
   local name=$1 mib=$2 at=${3:-}
   local wait="while [ -e $T/$1.hang ]; do sleep 0.05; done; [ -d $T ] || exit 1"
   local model=serialize_all_requests flush=$wait
-  if [ -n "$at" ]; then
+  if [ "$at" = flush ]; then
+    model=parallel flush=$wait wait=true
+  elif [ -n "$at" ]; then
     wait="if [ \$4 = $at ]; then $wait; fi"
     model=parallel flush=true
   fi
