@@ -327,11 +327,12 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
  * connects and then does not answer holds no thread); -ETIMEDOUT then. */
 int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,
                           struct bm_label *l);
-/* live.c: writes c's label block back as it is and flushes, each within
- * io-timeout, before a component comes back: one that answers reads but
- * not writes is found without meta_lock held (the label write that brings
- * it back holds it). */
-int bm_label_probe_timeout(struct bm_mirror *m, struct bm_backend *be);
+/* live.c: flushes be within io-timeout before a component comes back: one
+ * whose flushes do not end is found without meta_lock held (the label
+ * write that brings it back holds it).  (A write that does not end is
+ * found by that label write, once: the connection is then kept until its
+ * server closes it, and not retried before, lib/backends/nbd.c.) */
+int bm_flush_probe_timeout(struct bm_mirror *m, struct bm_backend *be);
 
 /* live.c: bm_mirror_close calls it first: no insert or removal starts
  * after it, and the one that runs has ended when it returns. */

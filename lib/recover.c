@@ -173,7 +173,7 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	    l.component_id != c->label.component_id)
 		return bm_error(EEXIST, "it came back with another label "
 		                "(mirror '%s')", l.name);
-	return bm_label_probe_timeout(m, be);
+	return bm_flush_probe_timeout(m, be);
 }
 
 /* One attempt to bring c back from state `from` (DISCONNECTED here, FAILED

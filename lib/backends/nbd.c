@@ -117,6 +117,10 @@ struct nbd_backend {
 	struct nbd_handle *h;   /* called only under call_lock after open */
 	int poll_fd;            /* loop only: our duplicate of libnbd's socket,
 	                           closed once the connection is over */
+	int dead_fd;            /* a socket whose peer is closed, made at
+	                           open: put in libnbd's place at an abort
+	                           with writes outstanding (nothing to
+	                           allocate then) */
 	int wake_fd;
 	pthread_t loop;
 	bool can_fua, can_zero, can_flush;
@@ -619,21 +623,14 @@ static void mark_dead(struct nbd_backend *nb)
  */
 static void end_connection_locked(struct nbd_backend *nb)
 {
-	int fd = nbd_aio_get_fd(nb->h), sv[2];
+	int fd = nbd_aio_get_fd(nb->h);
 
 	nb->shut = true;
 	if (nb->writes_sent == 0 || fd < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	    dup3(nb->dead_fd, fd, O_CLOEXEC) < 0) {
 		shutdown(nb->poll_fd, SHUT_RDWR);
 		return;
 	}
-	close(sv[1]); /* sv[0] now reads end-of-file, writes fail */
-	if (dup3(sv[0], fd, O_CLOEXEC) < 0) {
-		close(sv[0]);
-		shutdown(nb->poll_fd, SHUT_RDWR);
-		return;
-	}
-	close(sv[0]);
 	nb->draining = true;
 	atomic_fetch_add(&nb->base.detached, 1);
 	shutdown(nb->poll_fd, SHUT_WR);
@@ -985,6 +982,7 @@ static void nbd_close_backend(struct bm_backend *be)
 		run_until(nb->h, nbd_aio_is_closed, DISCONNECT_TIMEOUT_MS);
 	nbd_close(nb->h);
 	close(nb->wake_fd);
+	close(nb->dead_fd);
 	while (nb->free_list) {
 		struct nbd_cmd *c = nb->free_list;
 		nb->free_list = c->next;
@@ -1097,6 +1095,12 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	int fd = nbd_aio_get_fd(nb->h);
 	nb->poll_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int sv[2];
+	nb->dead_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+		close(sv[1]); /* sv[0] now reads end-of-file, writes fail */
+		nb->dead_fd = sv[0];
+	}
 	/* both are held for a few microseconds at most: spinning a little
 	 * before sleeping in the kernel saves a wake-up */
 	pthread_mutexattr_t ma;
@@ -1105,8 +1109,10 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	pthread_mutex_init(&nb->lock, &ma);
 	pthread_mutex_init(&nb->call_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	if (nb->poll_fd < 0 || nb->wake_fd < 0 ||
+	if (nb->poll_fd < 0 || nb->wake_fd < 0 || nb->dead_fd < 0 ||
 	    pthread_create(&nb->loop, NULL, loop_main, nb) != 0) {
+		if (nb->dead_fd >= 0)
+			close(nb->dead_fd);
 		if (nb->wake_fd >= 0)
 			close(nb->wake_fd);
 		if (nb->poll_fd >= 0)

@@ -1,12 +1,11 @@
 # A disconnected component that comes back as a server whose flushes do
 # not end (reads and writes are answered): the mirror's attempts to bring
-# it back do not hold up client writes.  Each attempt first writes its
-# label block back as it is and flushes, within io-timeout, without the
-# mirror's metadata lock, and gives up there (the label write under the
-# lock is never reached).  Before, every attempt (every 1-30 s) wrote the
-# label under that lock and waited out the io-timeout, and a client write
-# that had to mark the mirror dirty waited with it (4.3 s with io-timeout
-# 5 s).  When the flushes end again
+# it back do not hold up client writes.  Each attempt first flushes it,
+# within io-timeout, without the mirror's metadata lock, and gives up
+# there (the label write under the lock is never reached).  Before, every
+# attempt (every 1-30 s) wrote the label under that lock and waited out
+# the io-timeout, and a client write that had to mark the mirror dirty
+# waited with it (4.3 s with io-timeout 5 s).  When the flushes end again
 # it comes back and the copies are identical.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
