@@ -16,12 +16,7 @@ serve m0 --io-timeout 2
 u=$(uri m0)
 # its server dies; it comes back as a server whose flushes do not end
 disk_kill f
-for _ in $(seq 1 100); do
-  out=$(bm status m0 2>&1) || true
-  grep -q "f.disk.sock (DISCONNECTED" <<<"$out" && break
-  sleep 0.1
-done
-grep -q "f.disk.sock (DISCONNECTED" <<<"$out" || fail "f not DISCONNECTED: $out"
+wait_status m0 "f.disk.sock (DISCONNECTED"
 hang f
 rm -f "$T/f.disk.sock" "$T/f.disk.pid"
 hangdisk f 65 flush

@@ -22,12 +22,7 @@ out=$(bm status m0) && fail "status exited 0: $out"
 grep -q "$(disk_uri e) (FAILED: " <<<"$out" || fail "e not FAILED by its write errors: $out"
 grep -q "$(disk_uri h) (DISCONNECTED: " <<<"$out" || fail "h not DISCONNECTED: $out"
 answer h
-for _ in $(seq 1 300); do
-  out=$(bm status m0 2>/dev/null) || true
-  grep -q "$(disk_uri h) (ACTIVE)" <<<"$out" && break
-  sleep 0.1
-done
-grep -q "$(disk_uri h) (ACTIVE)" <<<"$out" || fail "h did not come back ACTIVE after answering: $out"
+wait_status m0 "$(disk_uri h) (ACTIVE)"
 qemu-io -f raw -r "$u" -c 'read -P 0x44 1M 64k' >/dev/null || fail "the acknowledged write is not there"
 stop m0
 cmp -n $((64 * MIB)) "$T/a" "$T/h.img" || fail "a and h differ after h came back"

@@ -134,6 +134,45 @@ wait_complete() {
   fail "$1 did not become COMPLETE"
 }
 
+# wait_status NAME PATTERN [SECONDS]: waits (default 30 s) until the
+# output of `status NAME` matches the grep PATTERN; the last output is in
+# $status_out; fails the test, showing it, if it never does.
+wait_status() {
+  local tries=$(( ${3:-30} * 10 ))
+  for _ in $(seq 1 "$tries"); do
+    status_out=$(bm status "$1" 2>&1) || true
+    grep -q "$2" <<<"$status_out" && return 0
+    sleep 0.1
+  done
+  fail "status of $1 never matched '$2': $status_out"
+}
+
+# served_while_stuck PID OUT WHAT FN: the client PID (its output in OUT)
+# waits on a request that one component holds while it answers the
+# others; FN I is called in a loop meanwhile (I = 0, 1, ...: another
+# request, which must succeed).  Fails unless the client ends without an
+# error within 15 s, after io-timeout (2 s), with 3 other requests or
+# more answered meanwhile, and status says why the component was given up.
+served_while_stuck() {
+  local pid=$1 out=$2 what=$3 fn=$4 start i=0 ms
+  start=$(date +%s%N)
+  while kill -0 "$pid" 2>/dev/null; do
+    [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 15000 ] ||
+      fail "the stuck $what was not served elsewhere within 15 s (io-timeout 2 s)"
+    "$fn" "$i" || fail "another $what failed while one was stuck"
+    i=$((i + 1))
+  done
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  wait "$pid" || { cat "$out"; fail "the stuck $what failed"; }
+  grep -qiE 'error|fail' "$out" && { cat "$out"; fail "client saw an error"; }
+  [ "$i" -ge 3 ] || fail "only $i other requests while one was stuck: the case was not shown"
+  [ "$ms" -ge 1900 ] || fail "given up after $ms ms, before the io-timeout (2 s)"
+  local st
+  st=$(bm status m0) && fail "status exited 0 with a component given up: $st"
+  grep -q "DISCONNECTED: a request unanswered for 2 s while others were answered" <<<"$st" ||
+    fail "status does not say why: $st"
+}
+
 # The data area of a component image: all but the last 1 MiB (metadata).
 data_size() { echo $(( ($(stat -c %s "$1") / 4096 * 4096) - MIB )); }
 

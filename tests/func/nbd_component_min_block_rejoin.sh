@@ -27,13 +27,9 @@ strict_r() {  # r served with a minimum block size of 4096
 }
 refused() {  # $1: the state r stays in
   local out
-  for _ in $(seq 1 400); do
-    out=$(bm status m0 2>/dev/null) || true
-    grep -q "r.disk.sock ($1: .*minimum block size" <<<"$out" && break
-    sleep 0.1
-  done
-  grep -q "r.disk.sock ($1: it came back taking only requests aligned to 4096 bytes" <<<"$out" ||
-    fail "r not refused with the reason: $out"
+  wait_status m0 "r.disk.sock ($1: .*minimum block size" 40
+  grep -q "r.disk.sock ($1: it came back taking only requests aligned to 4096 bytes" <<<"$status_out" ||
+    fail "r not refused with the reason: $status_out"
   out=$(qemu-io -f raw "$(uri m0)" -c "write -P 0x$2 512 512" -c "read -P 0x$2 512 512" 2>&1) ||
     fail "a 512-byte write failed: $out"
   grep -q failed <<<"$out" && fail "qemu-io: $out"
