@@ -728,7 +728,7 @@ static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
 {
 	struct bm_label l;
 	uint8_t *zero;
-	int err = bm_label_read_be(be, &l);
+	int err = bm_label_read_timeout(m, be, &l);
 
 	if (err < 0)
 		return err;
@@ -817,6 +817,10 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 			continue;
 		}
 		int err = -ENODEV;
+		/* its old connection given up with writes its server may
+		 * still carry out (lib/backends/nbd.c): a label cleared now
+		 * could be written over by one of them */
+		bool late = be && atomic_load(&be->detached) > 0;
 		if (clear && be && (was[i] == BM_CS_ACTIVE ||
 		                    was[i] == BM_CS_SYNCHRONIZING ||
 		                    was[i] == BM_CS_INACTIVE) &&
@@ -828,7 +832,12 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 				be->ops->abort(be);
 			be->ops->close(be);
 		}
-		if (clear && err < 0)
+		if (clear && err < 0 && late)
+			err = bm_error(EBUSY, "its server may still carry out "
+			               "writes of a connection given up; once it "
+			               "has (or was restarted), 'blkmirror clear "
+			               "%s'", c->path);
+		else if (clear && err < 0)
 			err = clear_label(m, c->path, ids[i]);
 		if (!clear)
 			REPORT("%s: forgotten (%s); its label stays, stale\n",
