@@ -300,6 +300,13 @@ static void reconnect_due(struct bm_mirror *m)
 			fprintf(stderr, "blkmirror: %s: %s is still away: %s\n",
 			        m->name, c->path, bm_last_error());
 		}
+		if (err == -EBUSY && !absent) {
+			/* waiting for its old connection to end (reconnect
+			 * looks at counters only): back soon after it has,
+			 * whatever the wait took */
+			c->retry_at_ms = bm_now_ms() + RETRY_FIRST_MS;
+			continue;
+		}
 		c->retry_at_ms = bm_now_ms() + c->retry_delay_ms;
 		c->retry_delay_ms = c->retry_delay_ms * 2 > RETRY_MAX_MS
 		                            ? RETRY_MAX_MS : c->retry_delay_ms * 2;
