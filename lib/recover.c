@@ -201,8 +201,9 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (err == 0)
 		err = check_label(m, c, be);
 	if (err < 0) {
-		/* refused (EEXIST): status says why, while it is away */
-		if (err == -EEXIST && from == BM_CS_DISCONNECTED &&
+		/* it answers but is not taken (refused: EEXIST; or its label
+		 * or a flush did not end): status says why, while away */
+		if (be && from == BM_CS_DISCONNECTED &&
 		    atomic_load(&c->state) == BM_CS_DISCONNECTED)
 			bm_set_why(m, c, "%s", bm_last_error());
 		if (be) {
