@@ -104,15 +104,12 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
 static uint64_t oldest_submitted(struct bm_component *c, uint64_t now)
 {
 	uint64_t cur = now >> BM_AGE_SHIFT;
+	uint64_t first = cur >= BM_AGE_SLOTS - 1 ? cur - (BM_AGE_SLOTS - 1) : 0;
 
-	for (uint64_t back = BM_AGE_SLOTS - 1; back > 0; back--) {
-		if (back > cur)
-			continue;
-		uint64_t slot = cur - back;
+	for (uint64_t slot = first; slot <= cur; slot++)
 		if (atomic_load(&c->age[slot % BM_AGE_SLOTS]) > 0)
-			return (slot + 1) << BM_AGE_SHIFT;
-	}
-	return atomic_load(&c->age[cur % BM_AGE_SLOTS]) > 0 ? now : 0;
+			return slot == cur ? now : (slot + 1) << BM_AGE_SHIFT;
+	return 0;
 }
 
 /* Components given up: one with requests outstanding that finished
