@@ -30,6 +30,7 @@
 
 struct sample {
 	unsigned long long t;
+	unsigned long long cpu_us; /* the server's CPU time (user + system) */
 	int n;
 	struct bm_stat_row rows[MAX_ROWS];
 };
@@ -46,6 +47,7 @@ static int take(const char *name, struct sample *s)
 	if (err == 0 && strncmp(reply, "ok\n", 3) != 0)
 		err = -EPROTO;
 	s->n = 0;
+	s->cpu_us = 0;
 	if (err) {
 		free(reply);
 		return err;
@@ -54,7 +56,8 @@ static int take(const char *name, struct sample *s)
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct bm_stat_row *r = &s->rows[s->n];
 		int name_at = 0;
-		if (sscanf(line, "t %llu", &s->t) == 1)
+		if (sscanf(line, "t %llu", &s->t) == 1 ||
+		    sscanf(line, "cpu %llu", &s->cpu_us) == 1)
 			continue;
 		if (s->n < MAX_ROWS &&
 		    sscanf(line, "row %d %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu "
@@ -137,11 +140,16 @@ static void print_table(const char *name, const struct sample *a,
                         bool json)
 {
 	double dt = (double)(b->t - a->t) / 1e9;
+	double cpu = dt > 0 ? (double)(b->cpu_us - a->cpu_us) / 1e6 / dt * 100
+	                    : 0;
 
 	if (json) {
-		printf("{\"interval_s\":%.3f,\"rows\":[", dt);
+		printf("{\"interval_s\":%.3f,\"server_cpu_pct\":%.1f,"
+		       "\"server_cpu_s\":%.6f,\"rows\":[", dt, cpu,
+		       (double)b->cpu_us / 1e6);
 	} else {
-		printf("dT: %.3fs  w: %.3fs\n", dt, wanted);
+		printf("dT: %.3fs  w: %.3fs  server CPU: %.1f%%\n", dt, wanted,
+		       cpu);
 		printf(" L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w");
 		if (deletes)
 			printf("    d/s   kBps   ms/d");
@@ -351,6 +359,15 @@ static void prom_print(struct prom_mirror *pm, int n)
 		printf("blkmirror_mirror_degraded{mirror=\"");
 		prom_label(pm[i].name);
 		printf("\"} %d\n", degraded);
+	}
+	prom_header("server_cpu_seconds_total", "counter",
+	            "CPU time (user and system) of the mirror's server.");
+	for (int i = 0; i < n; i++) {
+		if (!pm[i].up)
+			continue;
+		printf("blkmirror_server_cpu_seconds_total{mirror=\"");
+		prom_label(pm[i].name);
+		printf("\"} %.6f\n", (double)pm[i].s.cpu_us / 1e6);
 	}
 	for (size_t k = 0; k < sizeof(prom_metrics) / sizeof(prom_metrics[0]);
 	     k++) {

@@ -56,6 +56,8 @@ done
 echo "$out" | validate || { echo "$out"; fail "not the exposition format"; }
 esc='a\\"b\\\\c'   # a"b\c escaped: \" and \\
 grep -q "^blkmirror_mirror_up{mirror=\"m0\"} 1$" <<<"$out" || fail "up: $out"
+grep -Eq "^blkmirror_server_cpu_seconds_total\{mirror=\"m0\"\} [0-9]+\.[0-9]{6}$" <<<"$out" ||
+  fail "server CPU: $out"
 grep -q "^blkmirror_mirror_degraded{mirror=\"m0\"} 1$" <<<"$out" || fail "degraded: $out"
 grep -q "^blkmirror_component_state{mirror=\"m0\",component=\"$T/$esc\",state=\"ACTIVE\"} 1$" <<<"$out" ||
   fail "state of a: $out"

@@ -21,12 +21,17 @@ echo "$out"
 hdr=$(sed -n 2p <<<"$out")
 [[ "$hdr" == *'L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w    d/s   kBps   ms/d   %busy Name'* ]] ||
   fail "header: '$hdr'"
+[[ "$(sed -n 1p <<<"$out")" == 'dT: '*'server CPU: '*'%' ]] || fail "first line: $out"
 echo "$out" | grep -q "| $T/a$" || fail "no row for a"
 echo "$out" | grep -q "| mirror/m0$" || fail "no mirror row"
 json=$(bm stat m0 -c 1 -I 500ms --json)
 wait $fpid
 echo "$json" | jq -e '.rows | length == 3' >/dev/null || fail "json rows: $json"
 echo "$json" | jq -e '.rows[2].r_s > 100' >/dev/null || fail "mirror shows no reads: $json"
+# the server's own CPU time, to the microsecond (getrusage): a server
+# serving reads for half a second used some
+echo "$json" | jq -e '.server_cpu_pct > 0 and .server_cpu_s > 0' >/dev/null ||
+  fail "no server CPU: $json"
 echo "$json" | jq -e '(.rows[0].r_s + .rows[1].r_s) > 100 and .rows[0].r_s > 0 and .rows[1].r_s > 0' >/dev/null ||
   fail "reads not spread over both components: $json"
 stop m0
