@@ -4,14 +4,14 @@
 mkimg 16 a b
 bm label -n m0 "$T/a" "$T/b"
 lab=$(( $(stat -c %s "$T/b") - 4096 ))
-printf '\x5a' | dd of="$T/b" bs=1 seek=$((lab + 60)) conv=notrunc status=none
+flip_byte "$T/b" $((lab + 60))
 expect_error "checksum mismatch.*damaged" bm dump "$T/b"
 serve m0
 out=$(bm status m0) && fail "status of a degraded mirror exited 0"
 echo "$out" | grep -q DEGRADED || fail "not DEGRADED: $out"
 echo "$out" | grep -q "$T/b (ABSENT: .*checksum mismatch" || fail "reason not shown: $out"
 stop m0
-printf '\x5a' | dd of="$T/a" bs=1 seek=$((lab + 60)) conv=notrunc status=none
+flip_byte "$T/a" $((lab + 60))
 a_before=$(sha256sum <"$T/a")
 rc=0; bm serve m0 --socket "$T/m0.sock" >"$T/out" 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "serve with no usable label exited $rc"

@@ -90,6 +90,14 @@ mkimg() {
   for f in "$@"; do truncate -s "${size}M" "$T/$f"; done
 }
 
+# flip_byte FILE OFFSET: the byte there, every bit inverted (so always a
+# change: writing a fixed value leaves a byte that already held it as it was)
+flip_byte() {
+  local b; b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  [ -n "$b" ] || fail "flip_byte: nothing at $2 in $1"
+  printf "\\$(printf '%03o' $((255 - b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
 uri() { echo "nbd+unix:///${2:-$1}?socket=$T/$1.sock"; }
 
 # serve NAME [extra args]: starts the server, waits for its socket.
