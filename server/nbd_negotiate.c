@@ -12,7 +12,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,10 +21,6 @@
 #include "nbd_parse.h"
 #include "nbd_proto.h"
 #include "nbd_server.h"
-
-/* Clients that do not ask for block sizes are let in up to this minimum
- * (every block client sends whole 512-byte sectors) */
-#define BM_SECTOR_CLIENT_MIN 512u
 
 int bm_read_full(int fd, void *buf, size_t len)
 {
@@ -306,21 +301,6 @@ static int negotiate(const struct chan *ch, const struct bm_nbd_export *exp)
 				static const char msg[] = "no such export";
 				err = reply(ch, opt, NBD_REP_ERR_UNKNOWN, msg,
 				            sizeof(msg) - 1);
-				break;
-			}
-			if (exp->min_block > BM_SECTOR_CLIENT_MIN && !ir.block_size) {
-				/* A client that does not ask for block sizes
-				 * would send requests the mirror must refuse
-				 * one by one (EINVAL); tell it at once.  Up to
-				 * 512 bytes, what every block client sends anyway,
-				 * it goes on (as qemu-nbd lets any client in). */
-				char msg[160];
-				int n = snprintf(msg, sizeof(msg),
-				        "this export takes only requests aligned to %u "
-				        "bytes (a component needs it): ask for block "
-				        "sizes (NBD_INFO_BLOCK_SIZE)", exp->min_block);
-				err = reply(ch, opt, NBD_REP_ERR_BLOCK_SIZE_REQD, msg,
-				            (uint32_t)n);
 				break;
 			}
 			err = send_info(ch, opt, exp, &ir);

@@ -107,12 +107,8 @@ int nbd_parse_info_request(const uint8_t *data, uint32_t len,
 	n = be16(data + 4 + name_len);
 	if ((uint64_t)len != 6ull + name_len + 2ull * n)
 		return -EINVAL;
-	for (uint16_t i = 0; i < n; i++) {
-		uint16_t type = be16(data + 6 + name_len + 2u * i);
+	for (uint16_t i = 0; i < n; i++)
 		if (i < NBD_MAX_INFO_REQUESTS)
-			out->info[out->ninfo++] = type;
-		if (type == NBD_INFO_BLOCK_SIZE)
-			out->block_size = true;
-	}
+			out->info[out->ninfo++] = be16(data + 6 + name_len + 2u * i);
 	return 0;
 }

@@ -43,7 +43,6 @@ struct nbd_info_request {
 	uint32_t name_len;
 	uint16_t ninfo;      /* requests stored (up to NBD_MAX_INFO_REQUESTS) */
 	uint16_t info[NBD_MAX_INFO_REQUESTS];
-	bool block_size;     /* NBD_INFO_BLOCK_SIZE asked for (among all) */
 };
 
 /* Parses NBD_OPT_INFO/GO data; -EINVAL when its lengths disagree. */

@@ -43,13 +43,6 @@ out=$(nbdsh -u "$(uri m0)" -c 'h.set_strict_mode(0)' \
 except nbd.Error:
     pass' -c 'h.pwrite(b"z" * 4096, 8192)' -c 'assert h.pread(4096, 8192) == b"z" * 4096' 2>&1) ||
   fail "the connection did not go on after a refused request: $out"
-# a client that does not ask for block sizes is told at negotiation
-# (NBD_REP_ERR_BLOCK_SIZE_REQD, with why), rather than let in to have each
-# 512-byte request refused
-out=$(nbdsh -c 'h.set_request_block_size(False)' -c "h.connect_uri('$(uri m0)')" 2>&1) &&
-  fail "a client that did not ask for block sizes was let in"
-grep -q "requires specific block sizes" <<<"$out" ||
-  fail "refused otherwise: $out"
 st=$(bm status m0) || fail "status exits non-zero: $st"
 echo "$st"
 [ "$(grep -c '(ACTIVE)' <<<"$st")" = 2 ] || fail "a component left service: $st"
@@ -83,10 +76,6 @@ expect_error "takes only requests aligned to 8192 bytes .*must take 4096-byte bl
 # insert into a mirror without a minimum: refused, nothing written
 bm label -n m1 "$(disk_uri p0)" "$(disk_uri p1)"
 serve m1
-# (a mirror without a minimum lets in a client that does not ask)
-nbdsh -c 'h.set_request_block_size(False)' -c "h.connect_uri('$(uri m1)')" \
-  -c 'assert len(h.pread(512, 512)) == 512' >/dev/null 2>&1 ||
-  fail "a client that did not ask for block sizes was refused by m1"
 before=$(nbdsh -u "$(disk_uri d2)" -c 'import hashlib' -c 'print(hashlib.sha256(h.pread(65536, 0) + h.pread(1048576, 63 * 1048576)).hexdigest())')
 expect_error "takes only requests aligned to 4096 bytes \(its minimum block size\)" bm insert m1 "$(disk_uri d2)"
 after=$(nbdsh -u "$(disk_uri d2)" -c 'import hashlib' -c 'print(hashlib.sha256(h.pread(65536, 0) + h.pread(1048576, 63 * 1048576)).hexdigest())')
