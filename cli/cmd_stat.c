@@ -31,6 +31,7 @@
 struct sample {
 	unsigned long long t;
 	unsigned long long cpu_us; /* the server's CPU time (user + system) */
+	bool has_cpu;              /* (an older server sends none) */
 	int n;
 	struct bm_stat_row rows[MAX_ROWS];
 };
@@ -48,6 +49,7 @@ static int take(const char *name, struct sample *s)
 		err = -EPROTO;
 	s->n = 0;
 	s->cpu_us = 0;
+	s->has_cpu = false;
 	if (err) {
 		free(reply);
 		return err;
@@ -56,9 +58,12 @@ static int take(const char *name, struct sample *s)
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct bm_stat_row *r = &s->rows[s->n];
 		int name_at = 0;
-		if (sscanf(line, "t %llu", &s->t) == 1 ||
-		    sscanf(line, "cpu %llu", &s->cpu_us) == 1)
+		if (sscanf(line, "t %llu", &s->t) == 1)
 			continue;
+		if (sscanf(line, "cpu %llu", &s->cpu_us) == 1) {
+			s->has_cpu = true;
+			continue;
+		}
 		if (s->n < MAX_ROWS &&
 		    sscanf(line, "row %d %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu "
 		           "%lu %n", &r->queue, &r->reads, &r->read_bytes,
@@ -140,16 +145,23 @@ static void print_table(const char *name, const struct sample *a,
                         bool json)
 {
 	double dt = (double)(b->t - a->t) / 1e9;
-	double cpu = dt > 0 ? (double)(b->cpu_us - a->cpu_us) / 1e6 / dt * 100
-	                    : 0;
+	/* (none from an older server; a restarted one starts again at 0) */
+	bool cpu_known = a->has_cpu && b->has_cpu && b->cpu_us >= a->cpu_us;
+	double cpu = cpu_known && dt > 0
+	                     ? (double)(b->cpu_us - a->cpu_us) / 1e6 / dt * 100
+	                     : 0;
 
 	if (json) {
-		printf("{\"interval_s\":%.3f,\"server_cpu_pct\":%.1f,"
-		       "\"server_cpu_s\":%.6f,\"rows\":[", dt, cpu,
-		       (double)b->cpu_us / 1e6);
+		printf("{\"interval_s\":%.3f,", dt);
+		if (cpu_known)
+			printf("\"server_cpu_pct\":%.1f,\"server_cpu_s\":%.6f,",
+			       cpu, (double)b->cpu_us / 1e6);
+		printf("\"rows\":[");
 	} else {
-		printf("dT: %.3fs  w: %.3fs  server CPU: %.1f%%\n", dt, wanted,
-		       cpu);
+		printf("dT: %.3fs  w: %.3fs", dt, wanted);
+		if (cpu_known)
+			printf("  server CPU: %.1f%%", cpu);
+		printf("\n");
 		printf(" L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w");
 		if (deletes)
 			printf("    d/s   kBps   ms/d");
@@ -363,7 +375,7 @@ static void prom_print(struct prom_mirror *pm, int n)
 	prom_header("server_cpu_seconds_total", "counter",
 	            "CPU time (user and system) of the mirror's server.");
 	for (int i = 0; i < n; i++) {
-		if (!pm[i].up)
+		if (!pm[i].up || !pm[i].s.has_cpu)
 			continue;
 		printf("blkmirror_server_cpu_seconds_total{mirror=\"");
 		prom_label(pm[i].name);
