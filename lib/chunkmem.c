@@ -26,14 +26,15 @@
  * the idle buffers are given to the kernel with MADV_FREE (taken only
  * when it needs memory; until then still there, and a write makes a page
  * ours again: no fault on bare metal, ~8 us a page under a hypervisor
- * that shadows page tables, as this VM's does); they stay mapped until the limit falls
- * (bm_chunkmem_limit) or the mirror closes.  bm_chunkmem_warm touches
- * idle buffers ahead of use (readahead.c's tick, before the first
- * stream).  A buffer that must grow when the limit has no room takes
- * the pages of idle ones (move_pages: mremap, no copy) rather than
- * giving pages to the kernel and touching others.  What a page's first
- * touch costs on this VM (2026-12-01, a 32 MiB test): fresh 15 us, moved
- * by mremap 7-8 us, written after MADV_FREE 8 us, warm 0.03 us.  The read-ahead writes a chunk's
+ * that shadows page tables, as this VM's does); they stay mapped until
+ * the limit falls (bm_chunkmem_limit) or the mirror closes.
+ * bm_chunkmem_warm touches idle buffers ahead of use (readahead.c's
+ * tick, before the first stream).  A buffer that must grow when the
+ * limit has no room takes the pages of idle ones (move_pages: mremap, no
+ * copy) rather than giving pages to the kernel and touching others.
+ * What a page's first touch costs on this VM (2026-12-01, a 32 MiB
+ * test): fresh 15 us, moved by mremap 7-8 us, written after MADV_FREE
+ * 8 us, warm 0.03 us.  The read-ahead writes a chunk's
  * whole length (the component's read) before anything reads it, so a
  * page the kernel took back (read as zeros) is never served.
  *
