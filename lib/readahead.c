@@ -1354,20 +1354,26 @@ void bm_ra_tick(struct bm_mirror *m)
 			ra->idle_since_ms = now;
 		long long idle = now - ra->idle_since_ms;
 		bool stream = atomic_load(&m->balance) == BM_BALANCE_STREAM;
+		/* (0 while no component is readable: nothing to warm for) */
+		size_t to_warm = stream && !ra->warmed && ra->cap > 0
+		                         ? warm_size(m) : 0;
 		if (!stream && idle > RA_IDLE_MS) {
 			/* another balance reads without read-ahead: its
 			 * memory goes (warmed again if stream comes back) */
 			trim = TRIM_ALL;
 			ra->warmed = false;
 			ra->soft_trimmed = false;
+		} else if (to_warm) {
+			/* idle from the end of the warm, and what it touches
+			 * is given back lazily RA_MEM_IDLE_MS after that */
+			ra->idle_since_ms = now;
+			ra->soft_trimmed = false;
+			warm_len = to_warm;
+			warm_target = ra->cap < BM_RA_DEFAULT_CAP ? ra->cap
+			                                          : BM_RA_DEFAULT_CAP;
 		} else if (stream && idle > RA_MEM_IDLE_MS && !ra->soft_trimmed) {
 			ra->soft_trimmed = true;
 			trim = TRIM_SOFT;
-		} else if (stream && !ra->warmed && ra->cap > 0) {
-			ra->idle_since_ms = now; /* idle from the end of the warm */
-			warm_len = warm_size(m);
-			warm_target = ra->cap < BM_RA_DEFAULT_CAP ? ra->cap
-			                                          : BM_RA_DEFAULT_CAP;
 		}
 	}
 	pthread_mutex_unlock(&ra->lock);

@@ -1,7 +1,8 @@
 # The read-ahead's chunk size follows measurement, not what a disk says it
 # is: two emulated disks with 4 ms seeks that do NOT announce themselves as
 # rotating (bench/diskemu.c rotational=0: many NBD servers never set the
-# flag) climb from 2 MiB to 4 MiB chunks or more, since doubling pays there; on memory disks
+# flag) climb from 2 MiB to 4 MiB chunks or more, since doubling pays there
+# (within three streams: a probe that noise hid is made again); on memory disks
 # every decision follows the measured gain (extend only when the larger
 # chunk was more than 3% faster, settle when not) and no chunk exceeds the
 # memory bound.  Asserted on BM_RA_DEBUG's decisions, not on throughput.
@@ -25,13 +26,24 @@ rot=$(nbdinfo --json "$(disk_uri e0)" | jq -r '.exports[0].is_rotational')
 bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
 serve m0
 bm configure -b stream m0
-nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m0)" null:
+# A component whose probe met a noisy moment settles and probes again
+# RA_REPROBE_ROUNDS measures later (within the next stream): read up to
+# three streams, until each component has climbed (one stream did not
+# always do under ASan on a busy VM: a 2 MiB chunk measured at 96.9
+# MB/s, more than the disk can give with its seeks).  Asserted on the
+# decision to climb, not on the size at the end: a component measured
+# much slower than the other meanwhile (34.5 against 95.4 MB/s, this VM)
+# has its chunks bounded by its share of the window (chunk_bound).
+# (a probe of 4 MiB or more paid over the size before it)
+climbed() { grep -q "^ra: comp $1 chunk [0-9]*: .* doubling paid" "$T/m0.log"; }
+for _ in 1 2 3; do
+  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m0)" null:
+  climbed 0 && climbed 1 && break
+done
 stop m0
 grep '^ra: ' "$T/m0.log" || fail "no read-ahead decisions logged"
 for c in 0 1; do
-  size=$(sed -n "s/^ra: comp $c: chunk \([0-9]*\),.*/\1/p" "$T/m0.log")
-  [ -n "$size" ] || fail "no final chunk size for component $c"
-  [ "$size" -ge $((4 * MIB)) ] || fail "component $c stayed at $size-byte chunks on a seeking disk"
+  climbed $c || fail "component $c never climbed from 2 MiB chunks on a seeking disk (3 streams)"
 done
 grep -q 'rotational 1' "$T/m0.log" && fail "a component was taken as rotational"
 
