@@ -892,6 +892,8 @@ int bm_mirror_submit(bm_mirror *m, struct bm_io *io)
 void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes)
 {
 	pthread_mutex_lock(&m->ra.lock);
+	if (m->ra.cap != bytes)
+		m->ra.warmed = false; /* warmed again up to the new cap */
 	m->ra.cap = bytes;
 	pthread_mutex_unlock(&m->ra.lock);
 	if (bytes == 0)

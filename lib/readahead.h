@@ -65,7 +65,8 @@ struct bm_readahead {
 	struct bm_chunkmem mem;  /* chunk buffers, kept warm (chunkmem.c) */
 	long long idle_since_ms; /* no chunk since (bm_ra_tick), or 0 */
 	bool soft_trimmed;       /* idle buffers given to the kernel lazily */
-	bool warmed;             /* chunk memory warmed (bm_ra_tick): once */
+	bool warmed;             /* chunk memory warmed (bm_ra_tick); false
+	                          * again when unmapped or the cap changes */
 	atomic_bool closed;      /* bm_ra_destroy began: bm_ra_tick stays out */
 	atomic_int ticking;      /* bm_ra_tick calls under way */
 	atomic_int landing;      /* chunk_done calls under way */
