@@ -34,7 +34,8 @@ bm configure -b stream m0
 # decision to climb, not on the size at the end: a component measured
 # much slower than the other meanwhile (34.5 against 95.4 MB/s, this VM)
 # has its chunks bounded by its share of the window (chunk_bound).
-# (a probe of 4 MiB or more paid over the size before it)
+# climbed N: a probe of component N (4 MiB or more) paid over the size
+# before it
 climbed() { grep -q "^ra: comp $1 chunk [0-9]*: .* doubling paid" "$T/m0.log"; }
 for _ in 1 2 3; do
   nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri m0)" null:

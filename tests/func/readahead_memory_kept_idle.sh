@@ -10,6 +10,7 @@
 # after a stream, most of the cap once 30 s have passed.
 . "$(dirname "$0")/lib.sh"
 need fio
+need nbdcopy
 mkimg 96 a b
 bm label -n -b stream m0 "$T/a" "$T/b" >/dev/null
 serve m0
