@@ -493,6 +493,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	fprintf(stderr, "blkmirror: %s: stopping\n", name);
 	service_notify("STOPPING=1");
+	bm_mirror_begin_stop(st.m);
 	/* The handler is not inside m or srv once the phase says stopping. */
 	pthread_mutex_lock(&st.lock);
 	nclients = bm_nbd_server_clients(st.srv, who, sizeof(who));

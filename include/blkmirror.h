@@ -111,6 +111,13 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
  * marked dirty). */
 void bm_mirror_close(bm_mirror *m);
 
+/* The mirror is about to be closed (a server stopping, before it waits for
+ * its clients' requests): from now on no component request is waited for
+ * longer than io-timeout, however slowly it is being answered (a slow
+ * component is otherwise waited for up to 4 x io-timeout).  Any thread;
+ * bm_mirror_close implies it. */
+void bm_mirror_begin_stop(bm_mirror *m);
+
 /* Size in bytes of the mirror's data area. */
 uint64_t bm_mirror_size(const bm_mirror *m);
 

@@ -109,7 +109,7 @@ static int find_same(const char *const *paths, size_t n, size_t *a, size_t *b)
 
 static int write_label_to(struct bm_backend *be, const struct bm_label *l)
 {
-	return bm_label_store(be, l, BM_IO_TIMEOUT_MS_DEFAULT);
+	return bm_label_store(be, l, BM_IO_TIMEOUT_MS_DEFAULT, NULL);
 }
 
 static void close_all(struct bm_backend **be, size_t n)
@@ -759,10 +759,16 @@ int bm_workers_start(struct bm_mirror *m)
  * start resynchronizes), and the mirror's memory is left to the exiting
  * process rather than freed under a request that may still complete.
  */
+void bm_mirror_begin_stop(bm_mirror *m)
+{
+	atomic_store(&m->stopping, true);
+}
+
 void bm_mirror_close(bm_mirror *m)
 {
 	bool drained;
 
+	bm_mirror_begin_stop(m);
 	/* A check/repair first: its chunk ends within io-timeout (the
 	 * watchdog still runs), and no client request waits for it. */
 	bm_check_stop(m);

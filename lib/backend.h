@@ -27,6 +27,11 @@ struct bm_breq {
 	void (*done)(struct bm_breq *r, int result);
 	void *opaque;         /* the submitter's */
 	uint32_t progress;    /* backend-private: bytes already transferred */
+	/* Set (before done) by whoever ended it without the component's
+	 * answer: a refused submission, a flush the export does not need, an
+	 * empty request.  Says nothing of the component's queue (mirror.h,
+	 * done_t0_max).  Submitters clear it. */
+	bool unanswered;
 };
 
 /*
@@ -126,6 +131,55 @@ int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
 int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
                                void *buf, uint32_t len, uint64_t off,
                                uint32_t flags, long timeout_ms);
+
+/*
+ * What a waiter asks when its deadline passes: whether the backend is
+ * slow rather than hung (it answers, in order, a queue that was ahead of
+ * the request submitted at t0_ns, CLOCK_MONOTONIC).  While it says so,
+ * the wait goes on, asking again every BM_PATIENCE_RECHECK_MS.  owner and
+ * which are the asker's (the mirror and the component: events.c).  With
+ * a streak, waits that follow one another (within a second) share one
+ * budget: since_ns is when the first of them ran late, kept while they end
+ * late; one that ends in time or is given up ends the streak.  The waiter
+ * serializes them (e.g. under a lock).
+ */
+struct bm_wait_streak {
+	uint64_t since_ns;      /* 0: no streak */
+	uint64_t last_ns;       /* when its last wait ended */
+};
+struct bm_patience {
+	bool (*slow_not_hung)(const struct bm_patience *p, uint64_t t0_ns);
+	void *owner;
+	void *which;
+	struct bm_wait_streak *streak;
+};
+#define BM_PATIENCE_RECHECK_MS 250
+
+/* bm_backend_io_wait_timeout with patience (NULL: none). */
+int bm_backend_io_wait_patient(struct bm_backend *be, enum bm_bop op,
+                               void *buf, uint32_t len, uint64_t off,
+                               uint32_t flags, long timeout_ms,
+                               const struct bm_patience *p);
+
+/*
+ * Several requests at once (on one backend or several: a label or bitmap
+ * block on every component), each waited for as by
+ * bm_backend_io_wait_patient, all with the deadline counted from when they
+ * were sent together: the wait is the slowest one's, not the sum.  Each
+ * op's result is set.  At most BM_WAIT_ALL_MAX are in flight at a time.
+ */
+struct bm_wait_op {
+	struct bm_backend *be;
+	enum bm_bop op;
+	void *buf;
+	uint32_t len;
+	uint64_t off;
+	uint32_t flags;
+	const struct bm_patience *patience; /* NULL: none */
+	int result;                         /* out: 0 or -errno */
+};
+#define BM_WAIT_ALL_MAX 64
+void bm_backend_io_wait_all(struct bm_wait_op *ops, int n, long timeout_ms);
 
 /*
  * The allocation of [off, off+len) from off, with a deadline (a late

@@ -61,9 +61,18 @@ struct detached {
 	int result;
 	int refs;          /* lock */
 	bool abandoned;    /* lock: the waiter gave up (be->detached counts it) */
+	uint64_t done_ns;  /* lock: when it finished (CLOCK_MONOTONIC) */
 	struct bm_backend *be;
 	void *bounce;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void detached_put_locked(struct detached *d)
 {
@@ -85,6 +94,7 @@ static void detached_done(struct bm_breq *r, int result)
 	pthread_mutex_lock(&d->lock);
 	d->result = result;
 	d->finished = true;
+	d->done_ns = mono_ns();
 	if (d->abandoned)
 		atomic_fetch_sub(&d->be->detached, 1);
 	pthread_cond_signal(&d->cond);
@@ -95,19 +105,27 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
                                void *buf, uint32_t len, uint64_t off,
                                uint32_t flags, long timeout_ms)
 {
-	struct detached *d;
-	struct timespec deadline;
-	int err;
+	return bm_backend_io_wait_patient(be, op, buf, len, off, flags,
+	                                  timeout_ms, NULL);
+}
 
-	if (timeout_ms <= 0)
-		return bm_backend_io_wait(be, op, buf, len, off, flags);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
+/* Starts one detached request (a copy of buf for a write): NULL, with
+ * *err, when it could not be started. */
+static struct detached *detached_start(struct bm_backend *be, enum bm_bop op,
+                                       const void *buf, uint32_t len,
+                                       uint64_t off, uint32_t flags, int *err)
+{
+	struct detached *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	if (len && (op == BM_BOP_READ || op == BM_BOP_WRITE)) {
 		if (posix_memalign(&d->bounce, 4096, len)) {
 			free(d);
-			return -ENOMEM;
+			*err = -ENOMEM;
+			return NULL;
 		}
 		if (op == BM_BOP_WRITE)
 			memcpy(d->bounce, buf, len);
@@ -123,29 +141,122 @@ int bm_backend_io_wait_timeout(struct bm_backend *be, enum bm_bop op,
 	d->r = (struct bm_breq){.op = op, .flags = flags, .offset = off,
 	                        .length = len, .buf = d->bounce,
 	                        .done = detached_done, .opaque = d};
-	err = be->ops->submit(be, &d->r);
-	if (err < 0) {
+	*err = be->ops->submit(be, &d->r);
+	if (*err < 0) {
 		pthread_mutex_lock(&d->lock);
 		d->refs--; /* the completion's: it will not run */
 		detached_put_locked(d);
-		return err;
+		return NULL;
 	}
-	deadline = bm_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
+	return d;
+}
+
+/* A wait sent at t0 runs late: it starts a streak, or continues one whose
+ * last wait ended less than a second before it was sent. */
+static void streak_late(struct bm_wait_streak *s, uint64_t t0)
+{
+	if (s->since_ns == 0 || t0 > s->last_ns + 1000000000u)
+		s->since_ns = t0;
+}
+
+/* Waits for d until *deadline (and on while p says the backend is only
+ * slow; t0: when d was submitted), gives it up after that; copies a read's
+ * data to buf; drops the waiter's reference.  0 or -errno. */
+static int detached_finish(struct detached *d, void *buf,
+                           struct timespec deadline, uint64_t t0,
+                           const struct bm_patience *p)
+{
+	uint64_t due = (uint64_t)deadline.tv_sec * 1000000000u +
+	               (uint64_t)deadline.tv_nsec;
+	bool late = false;
+	int err;
+
 	pthread_mutex_lock(&d->lock);
-	while (!d->finished &&
-	       pthread_cond_timedwait(&d->cond, &d->lock, &deadline) != ETIMEDOUT)
-		;
+	for (;;) {
+		while (!d->finished &&
+		       pthread_cond_timedwait(&d->cond, &d->lock, &deadline) !=
+		       ETIMEDOUT)
+			;
+		if (d->finished || !p)
+			break;
+		if (p->streak && !late)
+			streak_late(p->streak, t0);
+		late = true;
+		if (!p->slow_not_hung(p, t0))
+			break;
+		deadline = bm_deadline_ms(CLOCK_MONOTONIC,
+		                          BM_PATIENCE_RECHECK_MS);
+	}
+	if (p && p->streak) {
+		/* late by when it finished, not by when it was looked at (one
+		 * of several sent together is looked at after the others) */
+		if (!d->finished || d->done_ns <= due) {
+			p->streak->since_ns = 0;
+		} else {
+			streak_late(p->streak, t0);
+			p->streak->last_ns = d->done_ns;
+		}
+	}
 	if (!d->finished) {
 		err = -ETIMEDOUT;
 		d->abandoned = true;
-		atomic_fetch_add(&be->detached, 1);
+		atomic_fetch_add(&d->be->detached, 1);
 	} else {
 		err = d->result;
-		if (err == 0 && op == BM_BOP_READ && len)
-			memcpy(buf, d->bounce, len);
+		if (err == 0 && d->r.op == BM_BOP_READ && d->r.length)
+			memcpy(buf, d->bounce, d->r.length);
 	}
 	detached_put_locked(d);
 	return err;
+}
+
+int bm_backend_io_wait_patient(struct bm_backend *be, enum bm_bop op,
+                               void *buf, uint32_t len, uint64_t off,
+                               uint32_t flags, long timeout_ms,
+                               const struct bm_patience *p)
+{
+	struct detached *d;
+	int err;
+
+	if (timeout_ms <= 0)
+		return bm_backend_io_wait(be, op, buf, len, off, flags);
+	uint64_t t0 = mono_ns();
+	d = detached_start(be, op, buf, len, off, flags, &err);
+	if (!d)
+		return err;
+	return detached_finish(d, buf,
+	                       bm_deadline_ms(CLOCK_MONOTONIC, timeout_ms), t0,
+	                       p);
+}
+
+void bm_backend_io_wait_all(struct bm_wait_op *ops, int n, long timeout_ms)
+{
+	struct detached *d[BM_WAIT_ALL_MAX];
+
+	if (timeout_ms <= 0) { /* no deadline: one after another is the same */
+		for (int i = 0; i < n; i++)
+			ops[i].result = bm_backend_io_wait(ops[i].be, ops[i].op,
+			                                   ops[i].buf, ops[i].len,
+			                                   ops[i].off, ops[i].flags);
+		return;
+	}
+	for (int base = 0; base < n; base += BM_WAIT_ALL_MAX) {
+		int k = n - base < BM_WAIT_ALL_MAX ? n - base : BM_WAIT_ALL_MAX;
+		uint64_t t0 = mono_ns();
+		struct timespec deadline = bm_deadline_ms(CLOCK_MONOTONIC,
+		                                          timeout_ms);
+		for (int i = 0; i < k; i++) {
+			struct bm_wait_op *o = &ops[base + i];
+			d[i] = detached_start(o->be, o->op, o->buf, o->len, o->off,
+			                      o->flags, &o->result);
+		}
+		for (int i = 0; i < k; i++) {
+			struct bm_wait_op *o = &ops[base + i];
+			if (d[i])
+				o->result = detached_finish(d[i], o->buf, deadline,
+				                            t0, o->patience);
+		}
+	}
 }
 
 /* An allocation question that may outlive its asker (refs as above). */

@@ -267,7 +267,8 @@ int bm_bitmap_decode(const uint8_t *area, size_t len, const struct bm_label *l,
 /* ---- on-disk I/O ----------------------------------------------------------- */
 
 static int area_write(struct bm_backend *be, const struct bm_label *l,
-                      const void *buf, size_t len, uint64_t at, long tmo)
+                      const void *buf, size_t len, uint64_t at, long tmo,
+                      const struct bm_patience *p)
 {
 	void *b;
 	int err;
@@ -275,8 +276,8 @@ static int area_write(struct bm_backend *be, const struct bm_label *l,
 	if (posix_memalign(&b, 4096, len))
 		return -ENOMEM;
 	memcpy(b, buf, len);
-	err = bm_backend_io_wait_timeout(be, BM_BOP_WRITE, b, (uint32_t)len,
-	                                 l->bitmap_offset + at, 0, tmo);
+	err = bm_backend_io_wait_patient(be, BM_BOP_WRITE, b, (uint32_t)len,
+	                                 l->bitmap_offset + at, 0, tmo, p);
 	free(b);
 	return err;
 }
@@ -323,7 +324,7 @@ int bm_bitmap_write_new(struct bm_backend *be, const struct bm_label *l,
 	if (!all)
 		return -ENOMEM;
 	err = area_write(be, l, all, (size_t)bm_bitmap_bytes(h.nblocks), 0,
-	                 BM_IO_TIMEOUT_MS_DEFAULT);
+	                 BM_IO_TIMEOUT_MS_DEFAULT, NULL);
 	if (err == 0)
 		err = bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
 		                                 BM_IO_TIMEOUT_MS_DEFAULT);
@@ -462,11 +463,13 @@ static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 	if (!all)
 		return -ENOMEM;
 	long tmo = atomic_load(&m->io_timeout_ms);
+	struct bm_patience slow;
+	bm_comp_patience_locked(m, c, &slow);
 	int err = area_write(c->be, &c->label, all,
-	                     (size_t)bm_bitmap_bytes(b->nblocks), 0, tmo);
+	                     (size_t)bm_bitmap_bytes(b->nblocks), 0, tmo, &slow);
 	if (err == 0)
-		err = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0, 0,
-		                                 tmo);
+		err = bm_backend_io_wait_patient(c->be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 tmo, &slow);
 	free(all);
 	return err;
 }
@@ -607,6 +610,70 @@ int bm_bitmap_write_all_locked(struct bm_mirror *m)
 	return first;
 }
 
+/* Caller holds meta_lock.  Writes the n encoded blocks img (block numbers
+ * idx) to every component in service that has a bitmap, then flushes each
+ * that took them all: all components at once (one component's time, not
+ * the sum), blocks in batches of what bm_backend_io_wait_all keeps in
+ * flight, a component that failed one left out of the next batches.
+ * errs[i]: component i's result (0 for those not written).  0, or -ENOMEM
+ * (nothing written). */
+static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
+                                   const uint32_t *idx, uint32_t n, int *errs)
+{
+	long tmo = atomic_load(&m->io_timeout_ms);
+	struct bm_patience slow[BM_MAX_COMPONENTS];
+	struct bm_wait_op ops[BM_WAIT_ALL_MAX];
+	int who[BM_MAX_COMPONENTS], ncomp = 0, nops;
+
+	for (int ci = 0; ci < m->ncomp; ci++) {
+		struct bm_component *c = &m->comp[ci];
+		errs[ci] = 0;
+		if (writable(c) && has_bitmap(m, c)) {
+			bm_comp_patience_locked(m, c, &slow[ci]);
+			who[ncomp++] = ci;
+		}
+	}
+	if (ncomp == 0)
+		return 0;
+	uint32_t per = BM_WAIT_ALL_MAX / (uint32_t)ncomp; /* >= 4: 16 comps */
+	int opc[BM_WAIT_ALL_MAX];
+	for (uint32_t k0 = 0; k0 < n; k0 += per) {
+		nops = 0;
+		for (uint32_t k = k0; k < n && k < k0 + per; k++)
+			for (int w = 0; w < ncomp; w++) {
+				int ci = who[w];
+				struct bm_component *c = &m->comp[ci];
+				if (errs[ci] < 0)
+					continue;
+				opc[nops] = ci;
+				ops[nops++] = (struct bm_wait_op){.be = c->be,
+				        .op = BM_BOP_WRITE,
+				        .buf = (void *)(img + (size_t)k * BM_BITMAP_BLOCK),
+				        .len = BM_BITMAP_BLOCK,
+				        .off = c->label.bitmap_offset +
+				               (uint64_t)(idx[k] + 1) * BM_BITMAP_BLOCK,
+				        .patience = &slow[ci]};
+			}
+		bm_backend_io_wait_all(ops, nops, tmo);
+		for (int i = 0; i < nops; i++)
+			if (ops[i].result < 0 && errs[opc[i]] == 0)
+				errs[opc[i]] = ops[i].result;
+	}
+	nops = 0;
+	for (int w = 0; w < ncomp; w++) {
+		int ci = who[w];
+		if (errs[ci] < 0)
+			continue;
+		opc[nops] = ci;
+		ops[nops++] = (struct bm_wait_op){.be = m->comp[ci].be,
+		        .op = BM_BOP_FLUSH, .patience = &slow[ci]};
+	}
+	bm_backend_io_wait_all(ops, nops, tmo);
+	for (int i = 0; i < nops; i++)
+		errs[opc[i]] = ops[i].result;
+	return 0;
+}
+
 /* Caller holds meta_lock, not b->lock.  Writes the blocks that have
  * wanted bits not yet durable to every component in service, then makes
  * them durable.  0, or -EIO when no ACTIVE component holds them. */
@@ -644,32 +711,29 @@ static int flush_pending(struct bm_mirror *m)
 	b->h.sets++;
 	pthread_mutex_unlock(&b->lock);
 
-	long tmo = atomic_load(&m->io_timeout_ms);
 	bool held = false;
-	for (int ci = 0; ci < m->ncomp && n; ci++) {
+	int errs[BM_MAX_COMPONENTS];
+	bool wrote[BM_MAX_COMPONENTS];
+	for (int ci = 0; ci < m->ncomp; ci++)
+		wrote[ci] = writable(&m->comp[ci]) &&
+		            has_bitmap(m, &m->comp[ci]);
+	if (n)
+		err = write_blocks_everywhere(m, img, idx, n, errs);
+	for (int ci = 0; ci < m->ncomp && n && err == 0; ci++) {
 		struct bm_component *c = &m->comp[ci];
-		if (!writable(c) || !has_bitmap(m, c))
+		if (!wrote[ci] || errs[ci] == 0 || !writable(c))
 			continue;
-		int e = 0;
-		for (uint32_t k = 0; k < n && e == 0; k++)
-			e = area_write(c->be, &c->label,
-			               img + (size_t)k * BM_BITMAP_BLOCK,
-			               BM_BITMAP_BLOCK,
-			               (uint64_t)(idx[k] + 1) * BM_BITMAP_BLOCK, tmo);
-		if (e == 0)
-			e = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0,
-			                               0, 0, tmo);
-		if (e < 0) {
-			char why[128];
-			snprintf(why, sizeof(why), "cannot write its bitmap: %s",
-			         strerror(-e));
-			bm_meta_drop_locked(m, c, bm_error_is_gone(e)
-			                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
-			continue;
-		}
-		if (atomic_load(&c->state) == BM_CS_ACTIVE)
-			held = true;
+		char why[128];
+		snprintf(why, sizeof(why), "cannot write its bitmap: %s",
+		         strerror(-errs[ci]));
+		bm_meta_drop_locked(m, c, bm_error_is_gone(errs[ci])
+		                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
 	}
+	/* after every drop: one may have failed another's label */
+	for (int ci = 0; ci < m->ncomp && n && err == 0; ci++)
+		if (wrote[ci] && errs[ci] == 0 &&
+		    atomic_load(&m->comp[ci].state) == BM_CS_ACTIVE)
+			held = true;
 	if (n && !held)
 		err = -EIO;
 	if (err == 0) {

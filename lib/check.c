@@ -191,13 +191,16 @@ static void *comp_op_run(void *arg)
 
 	bm_comp_enter(c, t0);
 	struct bm_backend *be = bm_comp_get(c);
-	o->err = be ? bm_backend_io_wait_timeout(be, o->op, o->buf, o->len,
+	struct bm_patience slow;
+	bm_comp_patience(m, c, &slow);
+	o->err = be ? bm_backend_io_wait_patient(be, o->op, o->buf, o->len,
 	                                         o->off, 0,
-	                                         atomic_load(&m->io_timeout_ms))
+	                                         atomic_load(&m->io_timeout_ms),
+	                                         &slow)
 	            : -ENOTCONN;
 	if (be)
 		bm_comp_put(c);
-	bm_comp_leave(c, t0);
+	bm_comp_leave(c, t0, o->op, be && o->err != -ETIMEDOUT);
 	bm_stats_account(&c->stats, o->op == BM_BOP_READ ? BM_STAT_READ
 	                 : o->op == BM_BOP_WRITE ? BM_STAT_WRITE : BM_STAT_OTHER,
 	                 o->len, bm_now_ns() - t0, o->err);

@@ -125,7 +125,7 @@ static void read_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	bm_comp_leave(c, s->t0_ns);
+	bm_comp_leave(c, s->t0_ns, br->op, !br->unanswered);
 	account(c, s, result);
 	if (result < 0) {
 		s->tried |= 1u << s->comp;
@@ -188,7 +188,7 @@ static void write_done(struct bm_breq *br, int result)
 	struct bm_mirror *m = r->m;
 	struct bm_component *c = &m->comp[s->comp];
 
-	bm_comp_leave(c, s->t0_ns);
+	bm_comp_leave(c, s->t0_ns, br->op, !br->unanswered);
 	account(c, s, result);
 	s->result = result;
 	if (result < 0)
@@ -239,6 +239,7 @@ static void sub_issue(struct sub *s)
 	int err;
 
 	s->t0_ns = bm_now_ns();
+	s->br.unanswered = false;
 	bm_comp_enter(c, s->t0_ns);
 	if (s->br.op == BM_BOP_READ)
 		atomic_store(&c->head_pos, s->br.offset + s->br.length);
@@ -248,8 +249,10 @@ static void sub_issue(struct sub *s)
 	err = be ? be->ops->submit(be, &s->br) : -ENOTCONN;
 	if (be)
 		bm_comp_put(c);
-	if (err < 0)
+	if (err < 0) {
+		s->br.unanswered = true;
 		s->br.done(&s->br, err);
+	}
 }
 
 static struct mreq *req_alloc(struct bm_mirror *m, struct bm_io *io, int nsub)

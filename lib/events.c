@@ -12,10 +12,11 @@
  *
  * Between events it wakes a few times a second to
  *  - give up on components that stopped answering: one with requests
- *    outstanding that completed nothing for io_timeout_ms, or one whose
- *    oldest request has waited that long (a lost reply, one stuck
- *    sector), is DISCONNECTED and its backend aborted, which ends what
- *    it holds;
+ *    outstanding that completed nothing for io_timeout_ms, or one that
+ *    left a request unanswered that long after answering later ones (a
+ *    lost reply, one stuck sector), is DISCONNECTED and its backend
+ *    aborted, which ends what it holds; a queue answered in order is
+ *    waited for however deep it is;
  *  - ask each backend whether its component is still there (a deleted
  *    file, a vanished device, a dead connection), so status tells within
  *    a second even when the mirror is idle;
@@ -97,29 +98,115 @@ void bm_ev_fail(struct bm_mirror *m, uint32_t mask, const unsigned *epochs,
 	pthread_mutex_unlock(&m->ev_lock);
 }
 
-/* The submission time of c's oldest outstanding request, to within a slot
- * (rounded up: the end of its slot); 0 if none is counted.  A slot counts
- * requests of its latest turn of the ring and any left from earlier turns
- * (older still), so its latest turn is a lower bound of their age. */
-static uint64_t oldest_submitted(struct bm_component *c, uint64_t now)
+/* The ring slot (absolute: submission time >> BM_AGE_SHIFT) of c's oldest
+ * outstanding request; false if none is counted.  A slot counts requests of
+ * its latest turn of the ring and any left from earlier turns (older
+ * still), so its latest turn is a lower bound of their age. */
+static bool oldest_slot(struct bm_component *c, uint64_t now, uint64_t *slot)
 {
 	uint64_t cur = now >> BM_AGE_SHIFT;
 	uint64_t first = cur >= BM_AGE_SLOTS - 1 ? cur - (BM_AGE_SLOTS - 1) : 0;
 
-	for (uint64_t slot = first; slot <= cur; slot++)
-		if (atomic_load(&c->age[slot % BM_AGE_SLOTS]) > 0)
-			return slot == cur ? now : (slot + 1) << BM_AGE_SHIFT;
-	return 0;
+	for (uint64_t s = first; s <= cur; s++)
+		if (atomic_load(&c->age[s % BM_AGE_SLOTS]) > 0) {
+			*slot = s;
+			return true;
+		}
+	return false;
+}
+
+/* The longest any request to a component is waited for, answered in order
+ * or not (mirror.h): BM_SLOW_FACTOR times the io-timeout, within what the
+ * age ring can tell; the io-timeout itself once the mirror is stopping
+ * (bm_mirror_begin_stop), so that a stop ends in io-timeout + 5 s. */
+static uint64_t slow_ceiling(struct bm_mirror *m, uint64_t limit)
+{
+	uint64_t ring = (uint64_t)(BM_AGE_SLOTS - 64) << BM_AGE_SHIFT;
+	uint64_t most = limit * BM_SLOW_FACTOR;
+
+	if (atomic_load(&m->stopping))
+		return limit;
+	return most < ring ? most : ring;
+}
+
+/* Why c's oldest outstanding requests are given up, or NULL: they were
+ * passed over (a request submitted in a later slot completed) and still
+ * wait limit ns after the watchdog first saw it, or they are older than
+ * the ceiling.  Requests that wait their turn behind others are not. */
+static const char *oldest_stuck(struct bm_mirror *m, struct bm_component *c,
+                                uint64_t now, uint64_t limit)
+{
+	uint64_t slot;
+
+	if (!oldest_slot(c, now, &slot)) {
+		c->wd_passed_ns = 0;
+		return NULL;
+	}
+	uint64_t slot_end = (slot + 1) << BM_AGE_SHIFT;
+	if (now > slot_end && now - slot_end >= slow_ceiling(m, limit))
+		return atomic_load(&m->stopping) ? "unanswered at the stop"
+		                                 : "too slow";
+	if ((atomic_load(&c->done_t0_max) >> BM_AGE_SHIFT) <= slot) {
+		c->wd_passed_ns = 0;
+		return NULL;
+	}
+	if (c->wd_slot != slot || c->wd_passed_ns == 0) {
+		c->wd_slot = slot;
+		c->wd_passed_ns = now;
+	}
+	return now - c->wd_passed_ns >= limit ? "passed over" : NULL;
+}
+
+/* The patience of a synchronous request to a component (mirror.h): the
+ * watchdog's rules, for one request submitted at t0_ns. */
+static bool comp_slow_not_hung(const struct bm_patience *p, uint64_t t0_ns)
+{
+	struct bm_mirror *m = p->owner;
+	struct bm_component *c = p->which;
+	uint64_t limit = (uint64_t)atomic_load(&m->io_timeout_ms) * 1000000u;
+	uint64_t now = bm_now_ns();
+	uint64_t last = atomic_load(&c->stats.last_done);
+	uint64_t since = p->streak && p->streak->since_ns &&
+	                 p->streak->since_ns < t0_ns ? p->streak->since_ns
+	                                             : t0_ns;
+
+	if (limit == 0)
+		return true; /* io-timeout 0: never given up */
+	if (now > since && now - since >= slow_ceiling(m, limit))
+		return false;
+	if (now > last && now - last >= limit)
+		return false; /* answering nothing */
+	/* passed over by a request sent a slot (~1 s) later: the watchdog's
+	 * granularity, so that two sent together and answered in either
+	 * order are not taken for it */
+	return atomic_load(&c->done_t0_max) <= t0_ns + (1ull << BM_AGE_SHIFT);
+}
+
+void bm_comp_patience(struct bm_mirror *m, struct bm_component *c,
+                      struct bm_patience *p)
+{
+	*p = (struct bm_patience){.slow_not_hung = comp_slow_not_hung,
+	                          .owner = m, .which = c};
+}
+
+void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
+                             struct bm_patience *p)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	bm_comp_patience(m, c, p);
+	p->streak = &c->meta_slow;
 }
 
 /* Components given up: one with requests outstanding that finished
- * nothing for the timeout, or with one request outstanding for the
- * timeout while it answers others.  It is disconnected (and retried
- * later), its backend aborted so that what it holds completes with an
- * error. */
+ * nothing for the timeout, or whose oldest request was passed over by
+ * later ones for the timeout, or waited BM_SLOW_FACTOR times the timeout
+ * (a deep queue answered in order is slow, not hung, up to that).  It is
+ * disconnected (and retried later), its backend aborted so that what it
+ * holds completes with an error. */
 static void watchdog(struct bm_mirror *m)
 {
 	uint64_t now = bm_now_ns();
+	int secs = atomic_load(&m->io_timeout_ms) / 1000;
 	uint64_t limit = (uint64_t)atomic_load(&m->io_timeout_ms) * 1000000u;
 
 	if (!limit)
@@ -127,27 +214,33 @@ static void watchdog(struct bm_mirror *m)
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);
-		if (atomic_load(&c->inflight) <= 0 || !c->be)
+		if (atomic_load(&c->inflight) <= 0 || !c->be ||
+		    (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)) {
+			c->wd_passed_ns = 0;
 			continue;
-		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
-			continue;
+		}
 		uint64_t since = atomic_load(&c->stats.busy_since);
 		uint64_t last = atomic_load(&c->stats.last_done);
 		if (last > since)
 			since = last;
 		bool silent = now > since && now - since >= limit;
-		uint64_t oldest = silent ? 0 : oldest_submitted(c, now);
-		if (!silent && (!oldest || now <= oldest || now - oldest < limit))
+		const char *stuck = silent ? NULL : oldest_stuck(m, c, now, limit);
+		if (!silent && !stuck)
 			continue;
+		c->wd_passed_ns = 0;
 		char why[128];
 		if (silent)
 			snprintf(why, sizeof(why), "no answer for %d s "
-			         "(io-timeout)",
-			         atomic_load(&m->io_timeout_ms) / 1000);
-		else
+			         "(io-timeout)", secs);
+		else if (strcmp(stuck, "passed over") == 0)
 			snprintf(why, sizeof(why), "a request unanswered for "
 			         "%d s while others were answered (io-timeout)",
-			         atomic_load(&m->io_timeout_ms) / 1000);
+			         secs);
+		else
+			snprintf(why, sizeof(why), "a request unanswered for "
+			         "%llu s, %s (io-timeout %d s)",
+			         (unsigned long long)(slow_ceiling(m, limit) /
+			                              1000000000u), stuck, secs);
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);

@@ -2,7 +2,10 @@
  * Metadata: label writes, DIRTY/clean marking, and recording a component's
  * departure (failed or disconnected).  Everything here runs under
  * meta_lock, and every label or flush has a deadline (io_timeout_ms), so a
- * component that stops answering holds the lock at most that long.
+ * component that stops answering holds the lock at most that long; one
+ * that answers in order behind a slow queue, at most 4 x io-timeout for a
+ * series of waits (bm_comp_patience_locked).  Writes to several
+ * components go to all at once (bm_backend_io_wait_all).
  *
  * Order of durability (what makes "never lose an acknowledged write" hold):
  *  - DIRTY is on disk on every writable component before the first write
@@ -59,9 +62,10 @@ static long timeout_of(struct bm_mirror *m)
 }
 
 /* The one label writer: encodes l into the component's last 4 KiB and
- * flushes, each step within timeout_ms (<= 0: no deadline). */
+ * flushes, each step within timeout_ms (<= 0: no deadline), and longer
+ * while p (NULL: none) says the component is only slow. */
 int bm_label_store(struct bm_backend *be, const struct bm_label *l,
-                   long timeout_ms)
+                   long timeout_ms, const struct bm_patience *p)
 {
 	uint8_t *buf;
 	int err;
@@ -69,12 +73,12 @@ int bm_label_store(struct bm_backend *be, const struct bm_label *l,
 	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
 		return -ENOMEM;
 	bm_label_encode(l, buf);
-	err = bm_backend_io_wait_timeout(be, BM_BOP_WRITE, buf, BM_LABEL_SIZE,
+	err = bm_backend_io_wait_patient(be, BM_BOP_WRITE, buf, BM_LABEL_SIZE,
 	                                 bm_label_offset(be->size), 0,
-	                                 timeout_ms);
+	                                 timeout_ms, p);
 	if (err == 0)
-		err = bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
-		                                 timeout_ms);
+		err = bm_backend_io_wait_patient(be, BM_BOP_FLUSH, NULL, 0, 0, 0,
+		                                 timeout_ms, p);
 	free(buf);
 	return err;
 }
@@ -113,28 +117,89 @@ static void record_members(struct bm_mirror *m, struct bm_component *c)
 		c->label.last_write = (uint64_t)time(NULL);
 }
 
-/* Caller holds meta_lock.  Writes c's label (seq bumped) and flushes it. */
-int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
+/* meta_lock held: what c's next label write says beyond what the caller
+ * set: the members, a new seq, the copy's progress. */
+static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 {
-	int err;
-
-	BM_ASSERT_HELD(&m->meta_lock);
-	if (!c->be)
-		return -ENODEV;
-	if (m->no_metadata)
-		return 0;
 	record_members(m, c);
 	c->label.seq++;
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
-	err = bm_label_store(c->be, &c->label, timeout_of(m));
+}
+
+/* meta_lock held: records how c's label write ended. */
+static int label_result(struct bm_mirror *m, struct bm_component *c, int err)
+{
 	c->label_stale = err < 0;
 	c->label_err = err;
 	if (err < 0)
 		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",
 		        m->name, c->path, strerror(-err));
 	return err;
+}
+
+/* Caller holds meta_lock.  Writes c's label (seq bumped) and flushes it. */
+int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (!c->be)
+		return -ENODEV;
+	if (m->no_metadata)
+		return 0;
+	label_prepare(m, c);
+	struct bm_patience slow;
+	bm_comp_patience_locked(m, c, &slow);
+	return label_result(m, c, bm_label_store(c->be, &c->label,
+	                                         timeout_of(m), &slow));
+}
+
+/* Caller holds meta_lock.  Writes the labels of comps[0..n) (prepared) at
+ * once: the write to each, then the flush of each that took it, so that
+ * the time is one component's (the slowest), not the sum; records each
+ * result.  The first error, or 0. */
+static int write_labels_at_once(struct bm_mirror *m,
+                                struct bm_component **comps, int n)
+{
+	struct bm_wait_op ops[BM_MAX_COMPONENTS];
+	struct bm_patience slow[BM_MAX_COMPONENTS];
+	uint8_t *bufs = NULL;
+	int first_err = 0, nflush = 0, fidx[BM_MAX_COMPONENTS];
+
+	if (n == 0)
+		return 0;
+	if (posix_memalign((void **)&bufs, 4096, (size_t)n * BM_LABEL_SIZE)) {
+		for (int i = 0; i < n; i++)
+			label_result(m, comps[i], -ENOMEM);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		struct bm_component *c = comps[i];
+		uint8_t *b = bufs + (size_t)i * BM_LABEL_SIZE;
+		bm_label_encode(&c->label, b);
+		bm_comp_patience_locked(m, c, &slow[i]);
+		ops[i] = (struct bm_wait_op){.be = c->be, .op = BM_BOP_WRITE,
+		        .buf = b, .len = BM_LABEL_SIZE,
+		        .off = bm_label_offset(c->be->size), .patience = &slow[i]};
+	}
+	bm_backend_io_wait_all(ops, n, timeout_of(m));
+	for (int i = 0; i < n; i++)
+		if (ops[i].result == 0)
+			fidx[nflush++] = i;
+	struct bm_wait_op flushes[BM_MAX_COMPONENTS];
+	for (int k = 0; k < nflush; k++)
+		flushes[k] = (struct bm_wait_op){.be = comps[fidx[k]]->be,
+		        .op = BM_BOP_FLUSH, .patience = &slow[fidx[k]]};
+	bm_backend_io_wait_all(flushes, nflush, timeout_of(m));
+	for (int k = 0; k < nflush; k++)
+		ops[fidx[k]].result = flushes[k].result;
+	for (int i = 0; i < n; i++) {
+		int err = label_result(m, comps[i], ops[i].result);
+		if (err < 0 && !first_err)
+			first_err = err;
+	}
+	free(bufs);
+	return first_err;
 }
 
 static bool writable(struct bm_component *c)
@@ -222,8 +287,10 @@ void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
 /* Caller holds meta_lock.  Writes every writable component's label. */
 int bm_meta_write_all_labels(struct bm_mirror *m)
 {
-	int first_err = 0;
+	int first_err = 0, n = 0;
+	struct bm_component *comps[BM_MAX_COMPONENTS];
 
+	BM_ASSERT_HELD(&m->meta_lock);
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		if (!writable(c))
@@ -241,10 +308,19 @@ int bm_meta_write_all_labels(struct bm_mirror *m)
 			c->label.component_flags |= BM_CF_DIRTY;
 		else
 			c->label.component_flags &= ~BM_CF_DIRTY;
-		int err = bm_meta_write_label(m, c);
-		if (err < 0 && !first_err)
-			first_err = err;
+		if (!c->be) {
+			if (!first_err)
+				first_err = -ENODEV;
+			continue;
+		}
+		if (m->no_metadata)
+			continue;
+		label_prepare(m, c);
+		comps[n++] = c;
 	}
+	int err = write_labels_at_once(m, comps, n);
+	if (err < 0 && !first_err)
+		first_err = err;
 	if (first_err == 0 && atomic_load(&m->meta_broken) &&
 	    recorded_somewhere(m)) {
 		atomic_store(&m->meta_broken, false);
@@ -291,14 +367,26 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 
 int bm_meta_flush_all_locked(struct bm_mirror *m)
 {
-	int err = 0;
+	struct bm_wait_op ops[BM_MAX_COMPONENTS];
+	struct bm_patience slow[BM_MAX_COMPONENTS];
+	int who[BM_MAX_COMPONENTS], n = 0, err = 0;
 
+	/* all at once: the time of the slowest, not the sum */
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		if (!writable(c))
 			continue;
-		int e = bm_backend_io_wait_timeout(c->be, BM_BOP_FLUSH, NULL, 0, 0,
-		                                   0, timeout_of(m));
+		bm_comp_patience_locked(m, c, &slow[n]);
+		ops[n] = (struct bm_wait_op){.be = c->be, .op = BM_BOP_FLUSH,
+		                             .patience = &slow[n]};
+		who[n++] = i;
+	}
+	bm_backend_io_wait_all(ops, n, timeout_of(m));
+	for (int k = 0; k < n; k++) {
+		struct bm_component *c = &m->comp[who[k]];
+		int e = ops[k].result;
+		if (!writable(c))
+			continue;
 		if (e < 0) {
 			char why[128];
 			snprintf(why, sizeof(why), "flush error: %s", strerror(-e));

@@ -95,26 +95,51 @@ static inline void bm_queue_enter(atomic_int *q, struct bm_comp_stats *st)
 		atomic_store(&st->busy_since, bm_now_ns());
 }
 
-static inline void bm_queue_leave(atomic_int *q, struct bm_comp_stats *st)
+static inline void bm_queue_leave_answered(atomic_int *q,
+                                           struct bm_comp_stats *st,
+                                           bool answered)
 {
 	uint64_t now = bm_now_ns();
 
-	atomic_store(&st->last_done, now);
+	if (answered)
+		atomic_store(&st->last_done, now);
 	if (atomic_fetch_sub(q, 1) == 1)
 		atomic_fetch_add(&st->busy_ns,
 		                 now - atomic_load(&st->busy_since));
+}
+
+static inline void bm_queue_leave(atomic_int *q, struct bm_comp_stats *st)
+{
+	bm_queue_leave_answered(q, st, true);
 }
 
 /*
  * How old a component's oldest outstanding request is, without a list:
  * requests are counted by when they were submitted, in a ring of slots of
  * 2^BM_AGE_SHIFT ns (~1.07 s) each, and the watchdog (events.c) looks for
- * a slot still counting requests that were submitted io-timeout ago.  The
- * ring covers more than the largest io-timeout (3600 s), so a slot is
- * reused only after its requests are given up.  This catches a component
+ * a slot still counting requests that were submitted long ago.  The ring
+ * covers more than the longest wait (the ceiling below is held to its
+ * span), so a slot is reused only after its requests are given up.  This catches a component
  * that answers every request but one (a lost reply, one stuck sector),
  * which "completed nothing for io-timeout" does not.
+ *
+ * Age alone is not a hang: a slow or distant component that answers in
+ * order with a deep queue (a remote export behind a slow link, many
+ * clients' writes on a rotating disk) holds every request long, and each
+ * waits only for those ahead of it.  So the oldest slot counts as stuck
+ * only once a request submitted in a later slot has completed (done_t0_max:
+ * the latest submission time among completed requests): it was passed
+ * over (by a read or a write), and the watchdog gives it io-timeout from
+ * when it first saw that.
+ * A component answering nothing at all is caught by the other rule, and
+ * one answering too slowly by a ceiling: no request is waited for longer
+ * than BM_SLOW_FACTOR times io-timeout (held to the ring's span), nor
+ * longer than io-timeout once the mirror is closing.  Only answers count
+ * (bm_comp_leave's answered): a request ended inside the server (a
+ * submission refused, a flush the export does not need) says nothing of
+ * the queue.
  */
+#define BM_SLOW_FACTOR 4
 #define BM_AGE_SHIFT 30
 #define BM_AGE_SLOTS 4096
 
@@ -165,6 +190,12 @@ struct bm_component {
 	                                   bitmap's set regions */
 	atomic_int age[BM_AGE_SLOTS];   /* outstanding requests by submission
 	                                   time (bm_comp_enter) */
+	atomic_uint_fast64_t done_t0_max; /* latest submission time among its
+	                                   completed requests (bm_comp_leave) */
+	struct bm_wait_streak meta_slow; /* meta_lock: bm_comp_patience_locked */
+	uint64_t wd_slot;               /* events.c: the oldest slot that was
+	                                   seen passed over, and when */
+	uint64_t wd_passed_ns;
 };
 
 /*
@@ -191,7 +222,13 @@ static inline void bm_comp_put(struct bm_component *c)
 }
 
 /* A request to component c starts / ends: t0 is its submission time, the
- * same value to both (bm_now_ns() taken just before bm_comp_enter). */
+ * same value to both (bm_now_ns() taken just before bm_comp_enter);
+ * answered: the component answered it (false: refused at submission, ended
+ * inside the backend, or given up by a waiter's deadline).  Any answer
+ * shows the component alive (stats.last_done: the watchdog's "answers
+ * nothing"); only a read's or a write's shows where its queue is
+ * (done_t0_max: "passed over"): a server may answer a flush, a zeroing or
+ * a trim ahead of older writes, which is no sign that they are stuck. */
 static inline atomic_int *bm_comp_age_slot(struct bm_component *c,
                                            uint64_t t0)
 {
@@ -204,11 +241,35 @@ static inline void bm_comp_enter(struct bm_component *c, uint64_t t0)
 	bm_queue_enter(&c->inflight, &c->stats);
 }
 
-static inline void bm_comp_leave(struct bm_component *c, uint64_t t0)
+static inline void bm_comp_leave(struct bm_component *c, uint64_t t0,
+                                 enum bm_bop op, bool answered)
 {
-	bm_queue_leave(&c->inflight, &c->stats);
+	uint_fast64_t seen = atomic_load(&c->done_t0_max);
+	bool in_turn = answered && (op == BM_BOP_READ || op == BM_BOP_WRITE);
+
+	while (in_turn && t0 > seen &&
+	       !atomic_compare_exchange_weak(&c->done_t0_max, &seen, t0))
+		;
+	bm_queue_leave_answered(&c->inflight, &c->stats, answered);
 	atomic_fetch_sub(bm_comp_age_slot(c, t0), 1);
 }
+
+/* Patience for the synchronous requests to c (label and bitmap writes,
+ * flushes, the copy's flushes, check's and repair's I/O; events.c): they
+ * are waited for past io-timeout while c answers, in order, the queue that
+ * was ahead of them, and given up as the watchdog would give c up
+ * (nothing answered for io-timeout, requests sent after them answered
+ * first, or BM_SLOW_FACTOR times io-timeout since they were sent).  p
+ * must live as long as the wait. */
+void bm_comp_patience(struct bm_mirror *m, struct bm_component *c,
+                      struct bm_patience *p);
+/* The same for waits under meta_lock (label and bitmap writes, flushes):
+ * those to one component share one budget (c->meta_slow), so
+ * that a series of them behind a slow component (the idle clean: flushes,
+ * labels, bitmap) holds meta_lock and the event thread for 4 x io-timeout
+ * at most, not 4 x io-timeout each. */
+void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
+                             struct bm_patience *p);
 
 /* Every state but REMOVED: what status, list and stat show. */
 static inline bool bm_comp_present(const struct bm_component *c)
@@ -226,6 +287,8 @@ struct bm_mirror {
 	struct bm_component comp[BM_MAX_COMPONENTS];
 	pthread_mutex_t live_lock;      /* live.c: one insert/remove at a time */
 	atomic_int live_ops;            /* live.c: inserts/removals that run */
+	atomic_bool stopping;           /* bm_mirror_begin_stop: waits for slow
+	                                   components end at io-timeout */
 	atomic_bool closing;            /* bm_mirror_close started: no more */
 
 	pthread_mutex_t meta_lock;      /* labels, states, genid, syncid */
@@ -340,7 +403,7 @@ void bm_live_wait_closing(struct bm_mirror *m);
 
 /* meta.c */
 int bm_label_store(struct bm_backend *be, const struct bm_label *l,
-                   long timeout_ms);
+                   long timeout_ms, const struct bm_patience *p);
 int bm_meta_write_label(struct bm_mirror *m, struct bm_component *c);
 int bm_meta_mark_dirty(struct bm_mirror *m);
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms);

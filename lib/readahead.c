@@ -731,6 +731,7 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		c->br.buf = c->buf;
 		c->br.done = chunk_done;
 		c->br.opaque = c;
+		c->br.unanswered = false;
 		c->t_issue = bm_now_ns();
 		bm_comp_enter(comp, c->t_issue);
 		struct bm_backend *be = bm_comp_get(comp);
@@ -738,8 +739,10 @@ static void issue_all(struct bm_mirror *m, struct ra_chunk *list)
 		int err = be ? be->ops->submit(be, &c->br) : -ENOTCONN;
 		if (be)
 			bm_comp_put(comp);
-		if (err < 0)
+		if (err < 0) {
+			c->br.unanswered = true;
 			chunk_done(&c->br, err);
+		}
 	}
 }
 
@@ -1007,7 +1010,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	/* before c can be freed (and nchunks fall): bm_ra_destroy waits for
 	 * this call to end, not only for the chunk to be freed */
 	atomic_fetch_add(&ra->landing, 1);
-	bm_comp_leave(comp, c->t_issue);
+	bm_comp_leave(comp, c->t_issue, BM_BOP_READ, !br->unanswered);
 	bm_stats_account(&comp->stats, BM_STAT_READ, c->len, t - c->t_issue,
 	                 result);
 	pthread_mutex_lock(&ra->lock);

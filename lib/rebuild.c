@@ -498,7 +498,7 @@ int bm_label_set_priority(const char *name, const char *path,
 		goto out;
 	l.priority = priority;
 	l.seq++;
-	err = bm_label_store(be, &l, BM_IO_TIMEOUT_MS_DEFAULT);
+	err = bm_label_store(be, &l, BM_IO_TIMEOUT_MS_DEFAULT, NULL);
 	if (err < 0)
 		err = bm_error(err, "%s: cannot write its label: %s", path,
 		               strerror(-err));

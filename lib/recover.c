@@ -85,9 +85,11 @@ static int comp_io(struct bm_mirror *m, struct bm_component *c,
 		return -ENOTCONN;
 	uint64_t t0 = bm_now_ns();
 	bm_comp_enter(c, t0);
-	err = bm_backend_io_wait_timeout(be, op, buf, len, off, 0,
-	                                 atomic_load(&m->io_timeout_ms));
-	bm_comp_leave(c, t0);
+	struct bm_patience slow;
+	bm_comp_patience(m, c, &slow);
+	err = bm_backend_io_wait_patient(be, op, buf, len, off, 0,
+	                                 atomic_load(&m->io_timeout_ms), &slow);
+	bm_comp_leave(c, t0, op, err != -ETIMEDOUT);
 	bm_comp_put(c);
 	bm_stats_account(&c->stats, op == BM_BOP_READ ? BM_STAT_READ
 	                                              : BM_STAT_WRITE,

@@ -185,7 +185,7 @@ static void chunk_done(struct bm_breq *br, int result)
 	bool read = c->stage == ST_READ;
 	struct bm_component *comp = read ? &m->comp[c->src] : run->t;
 
-	bm_comp_leave(comp, c->t0);
+	bm_comp_leave(comp, c->t0, br->op, !br->unanswered);
 	bm_stats_account(&comp->stats, read ? BM_STAT_READ
 	                 : c->kind == CH_ZERO ? BM_STAT_DELETE : BM_STAT_WRITE,
 	                 c->len, bm_now_ns() - c->t0, result);
@@ -221,7 +221,7 @@ static bool chunk_submit(struct sync_run *run, struct chunk *c,
 		bm_comp_put(comp);
 	if (err == 0)
 		return true;
-	bm_comp_leave(comp, c->t0);
+	bm_comp_leave(comp, c->t0, op, false);
 	pthread_mutex_lock(&run->lock);
 	c->result = err;
 	run->refs--; /* never the last: this thread holds one */
@@ -337,8 +337,11 @@ static void source_failed(struct bm_mirror *m, int src, int err)
 static int flush_target(struct bm_mirror *m, struct bm_component *t)
 {
 	struct bm_backend *be = bm_comp_get(t);
-	int err = be ? bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL, 0, 0,
-	                                          0, atomic_load(&m->io_timeout_ms))
+	struct bm_patience slow;
+	bm_comp_patience(m, t, &slow);
+	int err = be ? bm_backend_io_wait_patient(be, BM_BOP_FLUSH, NULL, 0, 0,
+	                                          0, atomic_load(&m->io_timeout_ms),
+	                                          &slow)
 	             : -ENOTCONN;
 	if (be)
 		bm_comp_put(t);
@@ -783,12 +786,14 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 				wait_ns = pace.next_ns - now;
 		}
 		/* A chunk that never completes: the watchdog gives its
-		 * component up at io-timeout; this is the last resort.  A
-		 * write may still land: the target goes before its range is
-		 * let go. */
+		 * component up (at io-timeout if it answers nothing, at
+		 * BM_SLOW_FACTOR x io-timeout if it answers slowly); this is
+		 * the last resort.  A write may still land: the target goes
+		 * before its range is let go. */
 		long tmo = atomic_load(&m->io_timeout_ms);
+		long most = atomic_load(&m->stopping) ? tmo : tmo * BM_SLOW_FACTOR;
 		if (inflight && tmo > 0 &&
-		    now - last_progress_ns > (uint64_t)(tmo + 5000) * 1000000ull) {
+		    now - last_progress_ns > (uint64_t)(most + 5000) * 1000000ull) {
 			if (writing)
 				drop_target(m, t, "sync I/O did not complete",
 				            -ETIMEDOUT);

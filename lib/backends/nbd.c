@@ -211,6 +211,15 @@ static void complete(struct nbd_cmd *c, int result)
 	nb->done_head = c;
 }
 
+/* c ends in issue() without being sent (nothing to send, or nothing the
+ * export needs): not an answer of the server (bm_breq.unanswered). */
+static void complete_here(struct nbd_cmd *c)
+{
+	if (c->r && c->done_bytes == 0 && c->op == c->r->op)
+		c->r->unanswered = true;
+	complete(c, 0);
+}
+
 /* libnbd completion callback: runs inside a libnbd call (on the loop, or on
  * a submitter whose call found the connection dead) with the handle locked
  * and call_lock held. */
@@ -379,7 +388,7 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 	switch (c->op) {
 	case BM_BOP_READ:
 		if (r->length == 0) {
-			complete(c, 0);
+			complete_here(c);
 			return;
 		}
 		c->covered = 0;
@@ -395,7 +404,7 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 		break;
 	case BM_BOP_WRITE:
 		if (r->length == 0) {
-			complete(c, 0);
+			complete_here(c);
 			return;
 		}
 		c->piece = data_piece(nb, r->length - c->done_bytes);
@@ -406,14 +415,14 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 		break;
 	case BM_BOP_FLUSH:
 		if (!nb->can_flush) {
-			complete(c, 0);
+			complete_here(c);
 			return;
 		}
 		cookie = nbd_aio_flush(nb->h, cb, 0);
 		break;
 	default: /* ZERO, and TRIM as zeroing that may unmap */
 		if (c->done_bytes >= r->length) {
-			complete(c, 0);
+			complete_here(c);
 			return;
 		}
 		c->piece = zero_piece(nb, r->length - c->done_bytes);

@@ -206,6 +206,19 @@ disk() {
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
 disk_uri() { echo "nbd+unix:///?socket=$T/$1.disk.sock"; }
+# emudisk NAME param=value...: bench's emulated disk (build/diskemu.so:
+# one head, a fixed rate, requests served one after another) on
+# $(disk_uri NAME); skips the test when it is not built.
+emudisk() {
+  local name=$1; shift
+  local emu; emu=$(dirname "$BLKMIRROR")/diskemu.so
+  [ -e "$emu" ] || skip "build/diskemu.so is missing (make)"
+  command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" "$emu" "$@" \
+    >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/$name.disk.pid")")
+}
 # filedisk NAME IMAGE: nbdkit serving the file IMAGE on $(disk_uri NAME);
 # call it again to bring the disk back after disk_kill NAME
 filedisk() {
