@@ -189,12 +189,19 @@ static int detached_finish(struct detached *d, void *buf,
 	}
 	if (p && p->streak) {
 		/* late by when it finished, not by when it was looked at (one
-		 * of several sent together is looked at after the others) */
-		if (!d->finished || d->done_ns <= due) {
-			p->streak->since_ns = 0;
+		 * of several sent together is looked at after the others);
+		 * one in time ends the streak unless another sent with it
+		 * (or after it) ended late */
+		struct bm_wait_streak *s = p->streak;
+		if (!d->finished) {
+			s->since_ns = 0;
+		} else if (d->done_ns <= due) {
+			if (s->last_ns < t0)
+				s->since_ns = 0;
 		} else {
-			streak_late(p->streak, t0);
-			p->streak->last_ns = d->done_ns;
+			streak_late(s, t0);
+			if (d->done_ns > s->last_ns)
+				s->last_ns = d->done_ns;
 		}
 	}
 	if (!d->finished) {
@@ -250,11 +257,24 @@ void bm_backend_io_wait_all(struct bm_wait_op *ops, int n, long timeout_ms)
 			d[i] = detached_start(o->be, o->op, o->buf, o->len, o->off,
 			                      o->flags, &o->result);
 		}
+		/* once a request to a backend is given up, the others sent
+		 * with it to the same one end at the deadline (no patience:
+		 * it is being given up; and its streak is not restarted) */
+		const struct bm_patience *gave_up[BM_WAIT_ALL_MAX];
+		int ngave = 0;
 		for (int i = 0; i < k; i++) {
 			struct bm_wait_op *o = &ops[base + i];
-			if (d[i])
-				o->result = detached_finish(d[i], o->buf, deadline,
-				                            t0, o->patience);
+			const struct bm_patience *p = o->patience;
+			for (int g = 0; g < ngave && p; g++)
+				if (gave_up[g] == p)
+					p = NULL;
+			if (!d[i])
+				continue;
+			o->result = detached_finish(d[i], o->buf, deadline, t0,
+			                            p);
+			if (o->result == -ETIMEDOUT && o->patience &&
+			    ngave < BM_WAIT_ALL_MAX)
+				gave_up[ngave++] = o->patience;
 		}
 	}
 }

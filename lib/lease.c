@@ -653,17 +653,94 @@ int bm_lease_check(struct bm_mirror *m, uint32_t *unreadable)
 	return err;
 }
 
+/* Test hook (tests/func/lease_simultaneous_start.sh): with
+ * BM_TEST_LEASE_PAUSE=PATH, a server that has checked the leases creates
+ * PATH.checked and waits for PATH.go before it writes its own, so that a
+ * test can make two servers check before either writes. */
+static void test_pause(void)
+{
+	const char *p = getenv("BM_TEST_LEASE_PAUSE");
+	char path[PATH_MAX];
+
+	if (!p || !*p)
+		return;
+	snprintf(path, sizeof(path), "%s.checked", p);
+	FILE *f = fopen(path, "w");
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s.go", p);
+	for (int i = 0; i < 600 && access(path, F_OK) != 0; i++)
+		usleep(50 * 1000);
+}
+
+/*
+ * Two servers that checked the leases at the same moment (both saw them
+ * free, before either wrote) would both write and both serve until the
+ * first renewal (1 s) found the other's lease.  So after writing its
+ * leases a server waits for as long as another's write could still come
+ * (the time between a check and the write is a few milliseconds of
+ * decisions plus the write itself), reads them back, and refuses to start
+ * if one is not its own: the later writer wins, the earlier one goes.
+ * Leases still ours are released (clean) by the caller's failure path;
+ * the others' are left alone (lost).
+ */
+static int verify_leases(struct bm_lease_keeper *k, long long slowest_ms)
+{
+	struct bm_mirror *m = k->m;
+	long long settle = BM_LEASE_SETTLE_MS + 3 * slowest_ms;
+	int err = 0;
+
+	if (settle > BM_LEASE_IO_TIMEOUT_MS)
+		settle = BM_LEASE_IO_TIMEOUT_MS;
+	usleep((useconds_t)settle * 1000);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct lease_slot *s = &k->slot[i];
+		struct bm_backend *be;
+		uint8_t raw[BM_LEASE_SIZE];
+		struct bm_lease l;
+		if (!s->held || !(be = lease_get(s->c)))
+			continue;
+		int e = read_raw(be, raw);
+		bm_comp_put(s->c);
+		if (e < 0 || bm_lease_decode(raw, sizeof(raw), &l) < 0 ||
+		    l.owner_id == k->owner_id)
+			continue; /* ours, or unreadable: renewal deals with it */
+		char holder[256];
+		bm_lease_holder_str(&l, holder, sizeof(holder));
+		s->lost = true;
+		if (err == 0)
+			err = bm_error(EBUSY, "mirror '%s': %s was taken by "
+			               "another server at the same moment (%s); "
+			               "not serving: serve a mirror from one place "
+			               "at a time", m->name, s->c->path, holder);
+	}
+	return err;
+}
+
 int bm_lease_start(struct bm_mirror *m)
 {
 	struct bm_lease_keeper *k = m->lease;
+	long long slowest = 0;
+	bool any = false;
 
+	test_pause();
 	for (int i = 0; i < m->ncomp; i++) {
 		struct lease_slot *s = &k->slot[i];
 		if (!s->c->be || !held(s->c))
 			continue;
 		s->held = true;
 		s->seq = 1;
-		io_result(s, "write", write_lease(s, BM_LEASE_ACTIVE));
+		long long t = bm_now_ms();
+		int e = write_lease(s, BM_LEASE_ACTIVE);
+		io_result(s, "write", e);
+		if (bm_now_ms() - t > slowest)
+			slowest = bm_now_ms() - t;
+		any = any || e == 0;
+	}
+	if (any) {
+		int err = verify_leases(k, slowest);
+		if (err < 0)
+			return err;
 	}
 	for (int i = 0; i < m->ncomp; i++) {
 		struct lease_slot *s = &k->slot[i];

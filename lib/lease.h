@@ -103,6 +103,10 @@ struct bm_backend;
  * holds a lease thread for longer. */
 #define BM_LEASE_INTERVAL_MS 1000
 #define BM_LEASE_IO_TIMEOUT_MS 5000
+/* How long a starting server waits after writing its leases before it
+ * reads them back (plus three times its slowest lease write): longer than
+ * another server's check-to-write gap (lease.c, verify_leases). */
+#define BM_LEASE_SETTLE_MS 100
 
 /*
  * Reads the lease of one open component (deadline BM_LEASE_IO_TIMEOUT_MS).
