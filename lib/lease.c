@@ -669,8 +669,8 @@ static void test_pause(void)
 	if (f)
 		fclose(f);
 	snprintf(path, sizeof(path), "%s.go", p);
-	for (int i = 0; i < 600 && access(path, F_OK) != 0; i++)
-		usleep(50 * 1000);
+	for (int i = 0; i < 30000 && access(path, F_OK) != 0; i++)
+		usleep(1000);
 }
 
 /*
@@ -679,49 +679,82 @@ static void test_pause(void)
  * first renewal (1 s) found the other's lease.  So after writing its
  * leases a server waits for as long as another's write could still come
  * (the time between a check and the write is a few milliseconds of
- * decisions plus the write itself), reads them back, and refuses to start
- * if one is not its own: the later writer wins, the earlier one goes.
- * Leases still ours are released (clean) by the caller's failure path;
- * the others' are left alone (lost).
+ * decisions plus the write itself), reads back those it wrote, and
+ * refuses to start if one is not its own: the later writer wins.  If each
+ * won some components (the writes crossed), the higher owner id wins: it
+ * writes its lease again where the other's is and reads back again, and
+ * the lower one refuses.  A server that refuses writes no lease again
+ * (every slot lost: a clean lease written now could land over the
+ * winner's); what it left is the winner's to overwrite, or expires.
+ * wrote[i]: slot i's write succeeded (only those are read back).
  */
-static int verify_leases(struct bm_lease_keeper *k, long long slowest_ms)
+static int verify_leases(struct bm_lease_keeper *k, long long slowest_ms,
+                         const bool *wrote)
 {
 	struct bm_mirror *m = k->m;
 	long long settle = BM_LEASE_SETTLE_MS + 3 * slowest_ms;
-	int err = 0;
+	char holder[256] = "";
+	const char *path = NULL;
 
 	if (settle > BM_LEASE_IO_TIMEOUT_MS)
 		settle = BM_LEASE_IO_TIMEOUT_MS;
-	usleep((useconds_t)settle * 1000);
-	for (int i = 0; i < m->ncomp; i++) {
-		struct lease_slot *s = &k->slot[i];
-		struct bm_backend *be;
-		uint8_t raw[BM_LEASE_SIZE];
-		struct bm_lease l;
-		if (!s->held || !(be = lease_get(s->c)))
-			continue;
-		int e = read_raw(be, raw);
-		bm_comp_put(s->c);
-		if (e < 0 || bm_lease_decode(raw, sizeof(raw), &l) < 0 ||
-		    l.owner_id == k->owner_id)
-			continue; /* ours, or unreadable: renewal deals with it */
-		char holder[256];
-		bm_lease_holder_str(&l, holder, sizeof(holder));
-		s->lost = true;
-		if (err == 0)
-			err = bm_error(EBUSY, "mirror '%s': %s was taken by "
-			               "another server at the same moment (%s); "
-			               "not serving: serve a mirror from one place "
-			               "at a time", m->name, s->c->path, holder);
+	for (int round = 0; round < 3; round++) {
+		bool theirs[BM_MAX_COMPONENTS] = {false};
+		int ours = 0, others = 0;
+		uint64_t other_id = 0;
+		bool one_other = true;
+
+		usleep((useconds_t)settle * 1000);
+		for (int i = 0; i < m->ncomp; i++) {
+			struct lease_slot *s = &k->slot[i];
+			struct bm_backend *be;
+			uint8_t raw[BM_LEASE_SIZE];
+			struct bm_lease l;
+			if (!s->held || !wrote[i] || !(be = lease_get(s->c)))
+				continue;
+			int e = read_raw(be, raw);
+			bm_comp_put(s->c);
+			if (e < 0 || bm_lease_decode(raw, sizeof(raw), &l) < 0)
+				continue; /* unreadable: renewal deals with it */
+			if (l.owner_id == k->owner_id) {
+				ours++;
+				continue;
+			}
+			theirs[i] = true;
+			if (others++ == 0) {
+				other_id = l.owner_id;
+				bm_lease_holder_str(&l, holder, sizeof(holder));
+				path = s->c->path;
+			} else if (l.owner_id != other_id) {
+				one_other = false;
+			}
+		}
+		if (others == 0)
+			return 0;
+		if (!(ours > 0 && one_other && k->owner_id > other_id))
+			break; /* refused */
+		for (int i = 0; i < m->ncomp; i++) {
+			struct lease_slot *s = &k->slot[i];
+			if (!theirs[i])
+				continue;
+			s->seq++;
+			io_result(s, "write", write_lease(s, BM_LEASE_ACTIVE));
+		}
 	}
-	return err;
+	for (int i = 0; i < m->ncomp; i++)
+		if (k->slot[i].held)
+			k->slot[i].lost = true;
+	return bm_error(EBUSY, "mirror '%s': %s was taken by another server at "
+	                "the same moment (%s); not serving: serve a mirror "
+	                "from one place at a time", m->name, path ? path : "?",
+	                holder);
 }
 
 int bm_lease_start(struct bm_mirror *m)
 {
 	struct bm_lease_keeper *k = m->lease;
 	long long slowest = 0;
-	bool any = false;
+	bool any = false, wrote[BM_MAX_COMPONENTS] = {false};
 
 	test_pause();
 	for (int i = 0; i < m->ncomp; i++) {
@@ -735,10 +768,11 @@ int bm_lease_start(struct bm_mirror *m)
 		io_result(s, "write", e);
 		if (bm_now_ms() - t > slowest)
 			slowest = bm_now_ms() - t;
+		wrote[i] = e == 0;
 		any = any || e == 0;
 	}
 	if (any) {
-		int err = verify_leases(k, slowest);
+		int err = verify_leases(k, slowest, wrote);
 		if (err < 0)
 			return err;
 	}
