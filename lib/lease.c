@@ -686,7 +686,9 @@ static void test_pause(void)
  * the lower one refuses.  A server that refuses writes no lease again
  * (every slot lost: a clean lease written now could land over the
  * winner's); what it left is the winner's to overwrite, or expires.
- * wrote[i]: slot i's write succeeded (only those are read back).
+ * wrote[i]: slot i's write succeeded and it is a remote export (only those
+ * are read back: a local component's lock kept any other server away, so
+ * a mirror of local components pays no settle time).
  */
 static int verify_leases(struct bm_lease_keeper *k, long long slowest_ms,
                          const bool *wrote)
@@ -768,8 +770,10 @@ int bm_lease_start(struct bm_mirror *m)
 		io_result(s, "write", e);
 		if (bm_now_ms() - t > slowest)
 			slowest = bm_now_ms() - t;
-		wrote[i] = e == 0;
-		any = any || e == 0;
+		/* a local file or device is held by its lock (exclusive open)
+		 * already: no second server can have written it */
+		wrote[i] = e == 0 && strstr(s->c->path, "://") != NULL;
+		any = any || wrote[i];
 	}
 	if (any) {
 		int err = verify_leases(k, slowest, wrote);
