@@ -13,6 +13,7 @@
 
 #include "deadline.h"
 #include "backend.h"
+#include "mirror.h" /* bm_now_ns */
 
 struct waiter {
 	pthread_mutex_t lock;
@@ -66,14 +67,6 @@ struct detached {
 	void *bounce;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void detached_put_locked(struct detached *d)
 {
 	if (--d->refs > 0) {
@@ -94,7 +87,7 @@ static void detached_done(struct bm_breq *r, int result)
 	pthread_mutex_lock(&d->lock);
 	d->result = result;
 	d->finished = true;
-	d->done_ns = mono_ns();
+	d->done_ns = bm_now_ns();
 	if (d->abandoned)
 		atomic_fetch_sub(&d->be->detached, 1);
 	pthread_cond_signal(&d->cond);
@@ -227,7 +220,7 @@ int bm_backend_io_wait_patient(struct bm_backend *be, enum bm_bop op,
 
 	if (timeout_ms <= 0)
 		return bm_backend_io_wait(be, op, buf, len, off, flags);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = bm_now_ns();
 	d = detached_start(be, op, buf, len, off, flags, &err);
 	if (!d)
 		return err;
@@ -249,7 +242,7 @@ void bm_backend_io_wait_all(struct bm_wait_op *ops, int n, long timeout_ms)
 	}
 	for (int base = 0; base < n; base += BM_WAIT_ALL_MAX) {
 		int k = n - base < BM_WAIT_ALL_MAX ? n - base : BM_WAIT_ALL_MAX;
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = bm_now_ns();
 		struct timespec deadline = bm_deadline_ms(CLOCK_MONOTONIC,
 		                                          timeout_ms);
 		for (int i = 0; i < k; i++) {

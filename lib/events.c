@@ -16,7 +16,7 @@
  *    left a request unanswered that long after answering later ones (a
  *    lost reply, one stuck sector), is DISCONNECTED and its backend
  *    aborted, which ends what it holds; a queue answered in order is
- *    waited for however deep it is;
+ *    slow, not hung: waited for up to BM_SLOW_FACTOR x io_timeout_ms;
  *  - ask each backend whether its component is still there (a deleted
  *    file, a vanished device, a dead connection), so status tells within
  *    a second even when the mirror is idle;
@@ -129,32 +129,33 @@ static uint64_t slow_ceiling(struct bm_mirror *m, uint64_t limit)
 	return most < ring ? most : ring;
 }
 
-/* Why c's oldest outstanding requests are given up, or NULL: they were
- * passed over (a request submitted in a later slot completed) and still
- * wait limit ns after the watchdog first saw it, or they are older than
- * the ceiling.  Requests that wait their turn behind others are not. */
-static const char *oldest_stuck(struct bm_mirror *m, struct bm_component *c,
-                                uint64_t now, uint64_t limit)
+enum stuck { NOT_STUCK, PASSED_OVER, TOO_SLOW };
+
+/* Whether c's oldest outstanding requests are given up: they were passed
+ * over (a request submitted in a later slot completed) and still wait
+ * limit ns after the watchdog first saw it, or they are older than the
+ * ceiling.  Requests that wait their turn behind others are not. */
+static enum stuck oldest_stuck(struct bm_mirror *m, struct bm_component *c,
+                               uint64_t now, uint64_t limit)
 {
 	uint64_t slot;
 
 	if (!oldest_slot(c, now, &slot)) {
 		c->wd_passed_ns = 0;
-		return NULL;
+		return NOT_STUCK;
 	}
 	uint64_t slot_end = (slot + 1) << BM_AGE_SHIFT;
 	if (now > slot_end && now - slot_end >= slow_ceiling(m, limit))
-		return atomic_load(&m->stopping) ? "unanswered at the stop"
-		                                 : "too slow";
+		return TOO_SLOW;
 	if ((atomic_load(&c->done_t0_max) >> BM_AGE_SHIFT) <= slot) {
 		c->wd_passed_ns = 0;
-		return NULL;
+		return NOT_STUCK;
 	}
 	if (c->wd_slot != slot || c->wd_passed_ns == 0) {
 		c->wd_slot = slot;
 		c->wd_passed_ns = now;
 	}
-	return now - c->wd_passed_ns >= limit ? "passed over" : NULL;
+	return now - c->wd_passed_ns >= limit ? PASSED_OVER : NOT_STUCK;
 }
 
 /* The patience of a synchronous request to a component (mirror.h): the
@@ -224,15 +225,16 @@ static void watchdog(struct bm_mirror *m)
 		if (last > since)
 			since = last;
 		bool silent = now > since && now - since >= limit;
-		const char *stuck = silent ? NULL : oldest_stuck(m, c, now, limit);
-		if (!silent && !stuck)
+		enum stuck stuck = silent ? NOT_STUCK
+		                          : oldest_stuck(m, c, now, limit);
+		if (!silent && stuck == NOT_STUCK)
 			continue;
 		c->wd_passed_ns = 0;
 		char why[128];
 		if (silent)
 			snprintf(why, sizeof(why), "no answer for %d s "
 			         "(io-timeout)", secs);
-		else if (strcmp(stuck, "passed over") == 0)
+		else if (stuck == PASSED_OVER)
 			snprintf(why, sizeof(why), "a request unanswered for "
 			         "%d s while others were answered (io-timeout)",
 			         secs);
@@ -240,7 +242,9 @@ static void watchdog(struct bm_mirror *m)
 			snprintf(why, sizeof(why), "a request unanswered for "
 			         "%llu s, %s (io-timeout %d s)",
 			         (unsigned long long)(slow_ceiling(m, limit) /
-			                              1000000000u), stuck, secs);
+			                              1000000000u),
+			         atomic_load(&m->stopping) ? "unanswered at the stop"
+			                                   : "too slow", secs);
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);

@@ -9,17 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 need nbdkit
 need nbdcopy
-EMU=$(dirname "$BLKMIRROR")/diskemu.so
-[ -e "$EMU" ] || skip "build/diskemu.so is missing (make)"
 export BM_RA_DEBUG=1
-
-emudisk() { # emudisk NAME: a 100 MiB/s disk with 8 ms seeks, not announced
-  nbdkit -U "$T/$1.disk.sock" -P "$T/$1.disk.pid" "$EMU" size=160M rate=100 \
-    seek=8 rotational=0 fill=3 >>"$T/$1.disk.log" 2>&1 || fail "nbdkit for $1 did not start"
-  for _ in $(seq 1 100); do [ -s "$T/$1.disk.pid" ] && break; sleep 0.05; done
-}
-emudisk e0
-emudisk e1
+# two 100 MiB/s disks with 8 ms seeks that do not announce it
+for d in e0 e1; do emudisk $d size=160M rate=100 seek=8 rotational=0 fill=3; done
 rot=$(nbdinfo --json "$(disk_uri e0)" | jq -r '.exports[0].is_rotational')
 [ "$rot" = false ] || fail "the emulated disk announces itself as rotational ($rot)"
 

@@ -7,15 +7,8 @@
 # Asserted on the read-ahead's own counts (BM_RA_DEBUG), not on speed.
 . "$(dirname "$0")/lib.sh"
 need fio
-EMU=$(dirname "$BLKMIRROR")/diskemu.so
-[ -e "$EMU" ] || skip "build/diskemu.so is missing (make)"
 export BM_RA_DEBUG=1
-for d in e0 e1; do
-  nbdkit -U "$T/$d.disk.sock" -P "$T/$d.disk.pid" "$EMU" size=1G rate=100 seek=8 \
-    rotational=0 fill=3 >>"$T/$d.disk.log" 2>&1 || fail "nbdkit for $d did not start"
-  for _ in $(seq 1 100); do [ -s "$T/$d.disk.pid" ] && break; sleep 0.05; done
-  PIDS+=("$(cat "$T/$d.disk.pid")")
-done
+for d in e0 e1; do emudisk $d size=1G rate=100 seek=8 rotational=0 fill=3; done
 bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
 serve m0
 bm configure -b stream m0
