@@ -25,12 +25,12 @@ done
 grep -q "2 dirty: 5, 20;" <<<"$out" || { answer h; fail "bit 5 never reached a: $(grep BitmapState <<<"$out")"; }
 # a holds the bit; h has not answered its bitmap write: the data must not
 # be on a yet
-got=$(dd if="$T/a" bs=64k skip=80 count=1 status=none | od -An -tx1 | head -n 1 | tr -d ' ')
+got=$(dd if="$T/a" bs=64k skip=80 count=1 status=none | od -An -tx1 | sed -n 1p | tr -d ' ')
 answer h
 [ "$got" = "00000000000000000000000000000000" ] ||
   fail "the data write reached a before h had the bit: $got"
 wait $writer || fail "the write failed: $(cat "$T/w.out")"
-got=$(dd if="$T/a" bs=64k skip=80 count=1 status=none | od -An -tx1 | head -n 1 | tr -d ' ')
+got=$(dd if="$T/a" bs=64k skip=80 count=1 status=none | od -An -tx1 | sed -n 1p | tr -d ' ')
 [ "$got" = "77777777777777777777777777777777" ] || fail "the write did not land: $got"
 out=$(bm dump "$T/h.img")
 grep -q "2 dirty: 5, 20;" <<<"$out" || fail "bit 5 not on h: $(grep BitmapState <<<"$out")"

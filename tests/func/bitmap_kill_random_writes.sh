@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 need fio
-fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio has no nbd engine"
+fio --enghelp 2>/dev/null | has -w nbd || skip "fio has no nbd engine"
 mkimg 129 a b
 bm label -n -r 1M m0 "$T/a" "$T/b"
 serve m0
@@ -31,7 +31,7 @@ line=$(grep "synchronized:" "$T/m0.log" | tail -n 1)
 copied=$(sed -E 's/.*: ([0-9]+) bytes copied.*/\1/' <<<"$line")
 # regions 40..47 and 100: 9 MiB at most of 128
 [ "$copied" -le $((9 * MIB)) ] || fail "copied $copied bytes"
-qemu-io -f raw "$u" -c 'read -P 0x5a 100M 1M' | grep -q "read 1048576" ||
+qemu-io -f raw "$u" -c 'read -P 0x5a 100M 1M' | has "read 1048576" ||
   fail "a flushed write was lost"
 stop m0
 same_data "$T/a" "$T/b"

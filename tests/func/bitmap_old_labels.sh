@@ -25,7 +25,7 @@ line=$(grep "synchronized:" "$T/m0.log" | tail -n 1)
 [[ $line == *"(in full)"* ]] || fail "not a full copy: $line"
 copied=$(sed -E 's/.*: ([0-9]+) bytes copied.*/\1/' <<<"$line")
 # thin: only the source's data is copied, but over the whole mirror
-qemu-io -f raw "$(uri m0)" -c 'read -P 0x44 1M 64k' | grep -q "read 65536" ||
+qemu-io -f raw "$(uri m0)" -c 'read -P 0x44 1M 64k' | has "read 65536" ||
   fail "flushed data lost"
 stop m0
 same_data "$T/a" "$T/b"

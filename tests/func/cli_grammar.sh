@@ -5,13 +5,13 @@
 mkimg 16 a b c d
 # Options after NAME and after the components.
 bm label m0 -b load "$T/a" -s 64k "$T/b" -n
-bm dump "$T/a" | grep -q "Balance: load" || fail "-b after NAME was not applied"
-bm dump "$T/a" | grep -q "Slice: 65536" || fail "-s between components was not applied"
-bm dump "$T/b" | grep -q "^  Flags: NONE" || fail "-n after the components was not applied"
+bm dump "$T/a" | has "Balance: load" || fail "-b after NAME was not applied"
+bm dump "$T/a" | has "Slice: 65536" || fail "-s between components was not applied"
+bm dump "$T/b" | has "^  Flags: NONE" || fail "-n after the components was not applied"
 # Several components for dump and clear.
 out=$(bm dump "$T/a" "$T/b")
 [ "$(grep -c '^Metadata on' <<<"$out")" -eq 2 ] || fail "dump A B: $out"
-bm clear "$T/a" "$T/b" | grep -c cleared | grep -qx 2 || fail "clear A B"
+bm clear "$T/a" "$T/b" | grep -c cleared | has -x 2 || fail "clear A B"
 # getopt errors: one line, exit 2, for every verb of mine.
 expect_usage "label: unknown option '-x'; usage: blkmirror label" bm label -x m1 "$T/c"
 expect_usage "label: unknown option '--frob'" bm label m1 "$T/c" --frob
@@ -50,5 +50,5 @@ for v in label clear dump stat; do
   out=$(bm help $v) || fail "help $v exited $?"
   grep -q "^usage: blkmirror $v" <<<"$out" || fail "help $v said: $out"
 done
-bm --help | grep -q "blkmirror label" || fail "--help"
+bm --help | has "blkmirror label" || fail "--help"
 bm help >/dev/null || fail "help"

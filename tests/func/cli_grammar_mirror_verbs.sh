@@ -7,11 +7,11 @@ bm label -n m0 "$T/a" "$T/b"
 bm label -n m1 "$T/c" "$T/d"
 for v in serve status list stop configure forget; do
   out=$(bm $v --help) || fail "$v --help exited $?"
-  echo "$out" | head -n 1 | grep -q "^usage: blkmirror $v" || fail "$v --help: $out"
+  echo "$out" | sed -n 1p | has "^usage: blkmirror $v" || fail "$v --help: $out"
   expect_usage "^blkmirror: $v: unknown option --bogus; usage: blkmirror $v" bm $v --bogus
   expect_usage "^blkmirror: $v: unknown option -Z; usage: blkmirror $v" bm $v -Z m0
 done
-bm status --help | grep -q "Exit status" || fail "status --help does not give the exit rule"
+bm status --help | has "Exit status" || fail "status --help does not give the exit rule"
 expect_usage "serve: option --socket needs a value" bm serve m0 --socket
 expect_usage "stop: option --timeout needs a value" bm stop m0 --timeout
 expect_usage "stop: --timeout 'soon' is not a number" bm stop --timeout soon m0
@@ -25,7 +25,7 @@ done
 [ $rc -eq 0 ] || fail "serve with options after the name did not start"
 serve m1
 bm configure m0 -b load || fail "configure with the option after the name"
-bm list m0 | grep -q "^Balance: load" || fail "configure did not apply"
+bm list m0 | has "^Balance: load" || fail "configure did not apply"
 # Several names.
 [ "$(bm status m0 m1 | grep -c COMPLETE)" -eq 2 ] || fail "status m0 m1"
 [ "$(bm list m0 m1 | grep -c '^Geom name:')" -eq 2 ] || fail "list m0 m1"

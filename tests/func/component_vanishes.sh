@@ -14,8 +14,8 @@ qemu-io -f raw "$u" -c 'write -P 0x22 4M 4M' -c 'read -P 0x22 4M 4M' -c 'read -P
   >"$T/qio" 2>&1 || { cat "$T/qio"; fail "I/O failed after a component died"; }
 grep -qiE 'error|fail' "$T/qio" && { cat "$T/qio"; fail "I/O errors after a component died"; }
 out=$(bm status m0) || true
-echo "$out" | grep -q DEGRADED || fail "not DEGRADED: $out"
+echo "$out" | has DEGRADED || fail "not DEGRADED: $out"
 grep -q "d1.disk.sock (DISCONNECTED: " <<<"$out" || fail "d1 not DISCONNECTED: $out"
-bm list m0 | grep -q "^GenID: 2" || fail "genid not bumped"
+bm list m0 | has "^GenID: 2" || fail "genid not bumped"
 stop m0
-bm dump "$(disk_uri d0)" | grep -q "GenID: 2" || fail "survivor label not bumped"
+bm dump "$(disk_uri d0)" | has "GenID: 2" || fail "survivor label not bumped"

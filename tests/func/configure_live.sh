@@ -9,13 +9,13 @@ head -c $((23 * MIB)) /dev/urandom >"$T/data"
 nbdcopy "$T/data" "$(uri m0)"
 for alg in stream round-robin load prefer split; do
   bm configure -b "$alg" -s 64k m0
-  bm list m0 | grep -q "^Balance: $alg" || fail "list does not show $alg"
+  bm list m0 | has "^Balance: $alg" || fail "list does not show $alg"
   nbdcopy "$(uri m0)" "$T/back"
   cmp "$T/data" "$T/back" || fail "$alg read back differs"
   rm -f "$T/back"
 done
 stop m0
-bm dump "$T/a" | grep -q "Balance: split" || fail "label lost the algorithm"
-bm dump "$T/a" | grep -q "Slice: 65536" || fail "label lost the slice"
+bm dump "$T/a" | has "Balance: split" || fail "label lost the algorithm"
+bm dump "$T/a" | has "Slice: 65536" || fail "label lost the slice"
 bm configure -b round-robin m0
-bm dump "$T/c" | grep -q "Balance: round-robin" || fail "offline configure failed"
+bm dump "$T/c" | has "Balance: round-robin" || fail "offline configure failed"

@@ -31,5 +31,5 @@ out=$(bm status m0) && fail "status exited 0 with a component INACTIVE"
 grep -q "p.disk.sock (INACTIVE" <<<"$out" || fail "p is not INACTIVE: $out"
 timeout 60 "$BLKMIRROR" activate --wait m0 "$P" >/dev/null || fail "activate after the hang"
 wait_complete m0
-bm status m0 | grep -q "$T/a (ACTIVE)" || fail "a is not ACTIVE: $(bm status m0)"
+bm status m0 | has "$T/a (ACTIVE)" || fail "a is not ACTIVE: $(bm status m0)"
 stop m0

@@ -7,7 +7,7 @@ mkimg 16 a b x
 bm label -n m0 "$T/a" "$T/b"
 expect_error "m0' is not running; deactivate changes a running mirror" \
   bm deactivate m0 "$T/b"
-bm dump "$T/b" | grep -q "Flags: NONE" || fail "a refusal changed the label"
+bm dump "$T/b" | has "Flags: NONE" || fail "a refusal changed the label"
 serve m0
 expect_usage "usage: blkmirror deactivate NAME COMPONENT" bm deactivate
 expect_usage "usage: blkmirror deactivate NAME COMPONENT" bm deactivate m0
@@ -25,5 +25,5 @@ expect_error "a is the last ACTIVE component of m0; it cannot be deactivated" \
   bm deactivate m0 "$T/a"
 out=$(bm status m0) || true
 grep -q "$T/a (ACTIVE)" <<<"$out" || fail "the refusal changed a: $out"
-bm help deactivate | grep -q "usage: blkmirror deactivate NAME COMPONENT" || fail "help deactivate"
+bm help deactivate | has "usage: blkmirror deactivate NAME COMPONENT" || fail "help deactivate"
 stop m0

@@ -38,4 +38,4 @@ grep -q "SyncStarted $T/c: copying from offset 0 " "$T/m0.log" || fail "c not co
 stop m0
 same_data "$T/a" "$T/b"
 same_data "$T/a" "$T/c"
-bm dump "$T/c" | grep -q "Flags: NONE" || fail "c's label still flagged: $(bm dump "$T/c")"
+bm dump "$T/c" | has "Flags: NONE" || fail "c's label still flagged: $(bm dump "$T/c")"

@@ -30,7 +30,7 @@ grep -q "failed 0" "$T/writer.out" || fail "client writes failed: $(cat "$T/writ
 # Nothing reaches it now.
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x5a 0 1M' -c flush >/dev/null
 out=$(bm list m0)
-grep -A12 "^2. Name: $T/b" <<<"$out" | grep -q "Flags: .*INACTIVE" ||
+grep -A12 "^2. Name: $T/b" <<<"$out" | has "Flags: .*INACTIVE" ||
   fail "b's label does not say INACTIVE: $out"
 stop m0
 cmp -n $MIB "$T/a" <(head -c $MIB /dev/zero | tr '\0' '\132') >/dev/null ||

@@ -19,7 +19,7 @@ bm deactivate m0 "$(disk_uri slow)"
 out=$(bm status m0) || true
 grep -q "slow.disk.sock (INACTIVE: deactivated)" <<<"$out" || fail "not INACTIVE: $out"
 out=$(bm list m0)
-grep -A12 "Name: nbd" <<<"$out" | grep -q "Flags: .*INACTIVE" || fail "label not INACTIVE: $out"
+grep -A12 "Name: nbd" <<<"$out" | has "Flags: .*INACTIVE" || fail "label not INACTIVE: $out"
 bm activate --wait m0 "$(disk_uri slow)" >/dev/null || fail "activate --wait failed"
 stop m0
 [ "$(grep -c "SyncStarted .*slow.disk.sock: copying from offset 0 " "$T/m0.log")" -eq 2 ] ||

@@ -7,8 +7,8 @@ bm label -n m0 "$T/a" "$T/b"
 mv "$T/b" "$T/b.away"
 serve m0
 out=$(bm status m0) || true
-echo "$out" | grep -q "DEGRADED" || fail "not DEGRADED: $out"
-echo "$out" | grep -q "$T/b (ABSENT: .*no such file" || fail "reason missing: $out"
+echo "$out" | has "DEGRADED" || fail "not DEGRADED: $out"
+echo "$out" | has "$T/b (ABSENT: .*no such file" || fail "reason missing: $out"
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x55 0 4M' >/dev/null
 stop m0
 mv "$T/b.away" "$T/b"

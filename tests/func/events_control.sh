@@ -23,8 +23,8 @@ PYEOF
 }
 out=$(ctl m0 "events 0")
 echo "$out"
-head -1 <<<"$out" | grep -qx ok || fail "not ok: $out"
-sed -n 2p <<<"$out" | grep -Eq "^current [0-9]+ instance [0-9a-f]{16} lost 0$" || fail "header: $out"
+head -1 <<<"$out" | has -x ok || fail "not ok: $out"
+sed -n 2p <<<"$out" | has -E "^current [0-9]+ instance [0-9a-f]{16} lost 0$" || fail "header: $out"
 events=$(grep "^event" <<<"$out" | cut -f5 | tr '\n' ' ')
 [ "$events" = "Started Degraded SyncStarted SyncFinished Complete " ] || fail "events: $events"
 # every line: 8 tab-separated fields, severities from syslog's words
@@ -36,7 +36,7 @@ cur=$(sed -n 2p <<<"$out" | cut -d' ' -f2)
 # the events after 3 only
 out=$(ctl m0 "events 3")
 [ "$(grep -c "^event" <<<"$out")" -eq $((cur - 3)) ] || fail "events 3: $out"
-grep "^event" <<<"$out" | head -1 | grep -q "^event	4	" || fail "events 3 starts elsewhere: $out"
+grep "^event" <<<"$out" | sed -n 1p | has "^event	4	" || fail "events 3 starts elsewhere: $out"
 # nothing new
 out=$(ctl m0 "events $cur")
 grep -q "^event" <<<"$out" && fail "events $cur: $out"
@@ -59,5 +59,5 @@ serve m0
 out=$(ctl m0 "events 0")
 inst2=$(sed -n 2p <<<"$out" | cut -d' ' -f4)
 [ "$inst" != "$inst2" ] || fail "same instance after a restart"
-grep "^event" <<<"$out" | head -1 | grep -q "^event	1	[0-9]*	info	Started	" || fail "after restart: $out"
+grep "^event" <<<"$out" | sed -n 1p | has "^event	1	[0-9]*	info	Started	" || fail "after restart: $out"
 stop m0

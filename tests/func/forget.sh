@@ -26,13 +26,13 @@ expect_error "no mirror named 'm1'" bm status m1
 bm clear "$T/a" >/dev/null
 grep -qx "$T/a" "$S/m0.components" || fail "cleared a not listed as missing"
 out=$(bm forget m0) || fail "forget m0 with one component cleared failed"
-echo "$out" | grep -q "forgot 1 component .*1 left" || fail "forget said '$out'"
+echo "$out" | has "forgot 1 component .*1 left" || fail "forget said '$out'"
 [ "$(cat "$S/m0.components")" = "$T/b" ] || fail "record is not just b: $(cat "$S/m0.components")"
 rc=0; bm status m0 >/dev/null || rc=$?
 [ $rc -eq 3 ] || fail "m0 status $rc after forget"
 # -f forgets a mirror whose components still carry the label; the labels stay.
 bm forget -f m2 >/dev/null || fail "forget -f m2 failed"
 [ ! -e "$S/m2.components" ] || fail "forget -f left the record"
-bm dump "$T/e" | grep -q "Name: m2" || fail "forget touched a label"
+bm dump "$T/e" | has "Name: m2" || fail "forget touched a label"
 expect_usage "usage: blkmirror forget" bm forget
 expect_error "no mirror named 'nope'" bm forget nope

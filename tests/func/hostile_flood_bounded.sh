@@ -27,7 +27,7 @@ grep -q "replies pending" "$T/flood.out" || fail "the server never answered the 
 timeout 10 qemu-io -f raw -r "$(uri m0)" -c 'read -P 0x6b 1M 1M' >"$T/read.out" 2>&1 ||
   { cat "$T/read.out" >&2; fail "a second client was not served while the flooder waits"; }
 grep -q "read 1048576/1048576" "$T/read.out" || fail "second client: $(cat "$T/read.out")"
-timeout 10 nbdinfo --size "$(uri m0)" | grep -qx $((79 * MIB)) || fail "nbdinfo not served"
+timeout 10 nbdinfo --size "$(uri m0)" | has -x $((79 * MIB)) || fail "nbdinfo not served"
 
 # Memory: the flooder holds at most its budget (64 MiB) of read buffers.
 max=0
@@ -41,7 +41,7 @@ echo "server RSS peak while flooded: $max MiB"
 
 kill "$flood"
 wait "$flood" 2>/dev/null || true
-timeout 10 qemu-io -f raw -r "$(uri m0)" -c 'read -P 0x6b 1M 1M' | grep -q "read 1048576/1048576" ||
+timeout 10 qemu-io -f raw -r "$(uri m0)" -c 'read -P 0x6b 1M 1M' | has "read 1048576/1048576" ||
   fail "not served after the flooder left"
 r=$(rss_mib)
 echo "server RSS after: $r MiB"

@@ -22,7 +22,7 @@ t0=$(date +%s%N)
 out=$(timeout 5 "$BLKMIRROR" status m0) && fail "status exited 0 while a component hangs"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ "$ms" -lt 1000 ] || fail "status took $ms ms while a component hangs"
-echo "$out" | grep -q "DISCONNECTED: no answer for 2 s" || fail "status: $out"
+echo "$out" | has "DISCONNECTED: no answer for 2 s" || fail "status: $out"
 answer p
 wait_complete m0
 qemu-io -f raw "$u" -c 'read -P 0x22 1M 1M' >/dev/null || fail "data lost"

@@ -35,7 +35,7 @@ qemu-io -f raw "$(uri m0)" -c 'write -P 0x72 0 4M' >/dev/null || fail "write fai
 out=$(bm status m0) || true
 grep -q "$T/e (INACTIVE: inserted inactive)" <<<"$out" || fail "e not shown inactive: $out"
 [ "$(file_sha "$T/e" $((63 * MIB)))" = "$sum_e" ] || fail "an INACTIVE component was written"
-bm dump "$T/e" | grep -q "^ *Flags:.*INACTIVE" || fail "e's label does not say INACTIVE"
+bm dump "$T/e" | has "^ *Flags:.*INACTIVE" || fail "e's label does not say INACTIVE"
 grep -qx "$T/e" "$BLKMIRROR_STATE_DIR/m0.components" || fail "e not in the state list"
 # forget leaves INACTIVE components alone (they are connected)
 out=$(bm forget m0) || fail "forget failed"

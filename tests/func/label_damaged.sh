@@ -8,8 +8,8 @@ flip_byte "$T/b" $((lab + 60))
 expect_error "checksum mismatch.*damaged" bm dump "$T/b"
 serve m0
 out=$(bm status m0) && fail "status of a degraded mirror exited 0"
-echo "$out" | grep -q DEGRADED || fail "not DEGRADED: $out"
-echo "$out" | grep -q "$T/b (ABSENT: .*checksum mismatch" || fail "reason not shown: $out"
+echo "$out" | has DEGRADED || fail "not DEGRADED: $out"
+echo "$out" | has "$T/b (ABSENT: .*checksum mismatch" || fail "reason not shown: $out"
 stop m0
 flip_byte "$T/a" $((lab + 60))
 a_before=$(sha256sum <"$T/a")

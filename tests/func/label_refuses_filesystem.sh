@@ -16,7 +16,7 @@ after=$(cat "$T/blank" "$T/data" | sha256sum)
 [ ! -e "$T/state/m0.components" ] || fail "a refused label recorded the mirror"
 # -f overrides: the ext4 component is the source and keeps its file system.
 bm label -f m0 "$T/data" "$T/blank"
-bm dump "$T/blank" | grep -q "Name: m0" || fail "label -f wrote no label"
+bm dump "$T/blank" | has "Name: m0" || fail "label -f wrote no label"
 bm clear "$T/data" "$T/blank"
 bm label m1 "$T/blank" "$T/data" -f
-bm dump "$T/data" | grep -q "Name: m1" || fail "label NAME ... -f wrote no label"
+bm dump "$T/data" | has "Name: m1" || fail "label NAME ... -f wrote no label"

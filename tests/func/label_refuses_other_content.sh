@@ -12,7 +12,7 @@ expect_error "$T/pt: holds a partition table \(dos\)" bm label m0 "$T/c" "$T/pt"
 expect_error "$T/pt: holds a partition table \(dos\)" bm label m0 "$T/pt" "$T/c"
 after=$(cat "$T/a" "$T/b" "$T/c" "$T/pt" | sha256sum)
 [ "$before" = "$after" ] || fail "a refused label changed a component"
-bm dump "$T/a" | grep -q "Name: other" || fail "the other mirror's label is gone"
+bm dump "$T/a" | has "Name: other" || fail "the other mirror's label is gone"
 # Swap space (mkswap).
 mkswap -q "$T/md" >/dev/null
 expect_error "$T/md: holds a swap signature" bm label m0 "$T/c" "$T/md"
@@ -24,7 +24,7 @@ printf '\xfc\x4e\x2b\xa9\0\0\0\0\x5a\0\0\0' |
 expect_error "$T/md: holds an md RAID member \(linux_raid_member\)" bm label m0 "$T/c" "$T/md"
 # -f takes the component from the other mirror.
 bm label -f m0 "$T/c" "$T/a"
-bm dump "$T/a" | grep -q "Name: m0" || fail "label -f did not relabel"
+bm dump "$T/a" | has "Name: m0" || fail "label -f did not relabel"
 grep -qx "$T/a" "$T/state/m0.components" || fail "m0 does not list a"
 # (other keeps listing a, as gmirror keeps a missing component, until
 # 'blkmirror forget other'; its label is m0's now)

@@ -29,14 +29,14 @@ PYEOF
 }
 to_v1 "$T/a"
 to_v1 "$T/b"
-bm dump "$T/a" | grep -q "Version: 1" || fail "a is not a version 1 label: $(bm dump "$T/a")"
+bm dump "$T/a" | has "Version: 1" || fail "a is not a version 1 label: $(bm dump "$T/a")"
 # b missed a write (a higher syncid on a), in version 1 terms
 mv "$T/b" "$T/b.away"
 serve m0
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x77 0 1M' >/dev/null
 stop m0
 mv "$T/b.away" "$T/b"
-bm dump "$T/b" | grep -q "Version: 1" || fail "b's label changed while it was away"
+bm dump "$T/b" | has "Version: 1" || fail "b's label changed while it was away"
 serve m0
 out=$(qemu-io -f raw "$(uri m0)" -c 'read -P 0x77 0 1M') || true
 grep -q "^read 1048576" <<<"$out" || fail "the stale version 1 component was read: $out"
@@ -44,5 +44,5 @@ wait_complete m0
 stop m0
 same_data "$T/a" "$T/b"
 for c in a b; do
-  bm dump "$T/$c" | grep -q "Version: 2" || fail "$c not rewritten as version 2: $(bm dump "$T/$c")"
+  bm dump "$T/$c" | has "Version: 2" || fail "$c not rewritten as version 2: $(bm dump "$T/$c")"
 done

@@ -13,16 +13,16 @@ serve m0
 dead=$(server_pid m0)
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x61 2M 1M' -c flush >/dev/null
 kill -9 "$dead"; wait "$dead" 2>/dev/null || true
-"$TEST_TOOLS/lease_tool" dump "$T/b" | grep -q "^state=active .*pid=$dead " ||
+"$TEST_TOOLS/lease_tool" dump "$T/b" | has "^state=active .*pid=$dead " ||
   fail "no active lease left by the killed server"
 serve m0
 for f in a b; do
   grep -q "$T/$f: taking over the lease of host $(hostname), pid $dead, mirror 'm0': that process is gone (same host and boot)" "$T/m0.log" ||
     fail "no immediate takeover of $f logged: $(cat "$T/m0.log")"
 done
-"$TEST_TOOLS/lease_tool" dump "$T/a" | grep -q "^state=active .*pid=$(server_pid m0) " ||
+"$TEST_TOOLS/lease_tool" dump "$T/a" | has "^state=active .*pid=$(server_pid m0) " ||
   fail "new server holds no lease"
-qemu-io -f raw "$(uri m0)" -c 'read -P 0x61 2M 1M' | grep -q "read 1048576" || fail "data lost"
+qemu-io -f raw "$(uri m0)" -c 'read -P 0x61 2M 1M' | has "read 1048576" || fail "data lost"
 stop m0
 # a holder elsewhere (no boot id in its lease: another host, or an older
 # blkmirror): watched before it is taken over
@@ -55,5 +55,5 @@ for d in d0 d1; do
 done
 [ "$ms" -ge 2000 ] || fail "took over NBD leases after $ms ms, without watching them"
 wait_complete m1
-qemu-io -f raw "$(uri m1)" -c 'read -P 0x62 2M 1M' | grep -q "read 1048576" || fail "data lost"
+qemu-io -f raw "$(uri m1)" -c 'read -P 0x62 2M 1M' | has "read 1048576" || fail "data lost"
 stop m1

@@ -31,4 +31,4 @@ for _ in $(seq 1 200); do
 done
 grep -q "d1.disk.sock: its lease is renewed again" "$T/m0.log" || fail "d1's lease not renewed after resume"
 stop m0
-lt dump "$(disk_uri d1)" | grep -q "^state=clean" || fail "d1's lease not clean after stop"
+lt dump "$(disk_uri d1)" | has "^state=clean" || fail "d1's lease not clean after stop"

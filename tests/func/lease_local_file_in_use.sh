@@ -9,5 +9,5 @@ mkdir -p "$T/state2"
 echo "$T/b" >"$T/state2/m0.components"
 expect_error "m0.*/b is served by another blkmirror on this host \(host $(hostname), pid $(server_pid m0), mirror 'm0'\)" \
   timeout 20 env BLKMIRROR_STATE_DIR="$T/state2" "$BLKMIRROR" serve m0 --socket "$T/second.sock"
-bm status m0 | grep -q COMPLETE || fail "first server disturbed: $(bm status m0)"
+bm status m0 | has COMPLETE || fail "first server disturbed: $(bm status m0)"
 stop m0

@@ -15,9 +15,9 @@ expect_error "d0.disk.sock is served by another blkmirror \(host $(hostname), pi
   s2 clear "$(disk_uri d0)"
 expect_error "d0.disk.sock is served by another blkmirror \(host $(hostname), pid $holder, mirror 'm0'\)" \
   s2 configure -b prefer m0
-bm dump "$(disk_uri d0)" | grep -q "Name: m0" || fail "the label was cleared"
-bm dump "$(disk_uri d0)" | grep -q "Balance: prefer" && fail "the label was configured"
-bm status m0 | grep -q COMPLETE || fail "the server was disturbed: $(bm status m0)"
+bm dump "$(disk_uri d0)" | has "Name: m0" || fail "the label was cleared"
+bm dump "$(disk_uri d0)" | has "Balance: prefer" && fail "the label was configured"
+bm status m0 | has COMPLETE || fail "the server was disturbed: $(bm status m0)"
 stop m0
 s2 clear "$(disk_uri d0)" >/dev/null
-"$TEST_TOOLS/lease_tool" dump "$(disk_uri d0)" | grep -qx none || fail "clear left the lease"
+"$TEST_TOOLS/lease_tool" dump "$(disk_uri d0)" | has -x none || fail "clear left the lease"

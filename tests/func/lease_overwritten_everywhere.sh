@@ -26,4 +26,4 @@ sleep 2.5   # two renewal intervals: a renewal would have rewritten them
 stop m0
 [ "$(lt dump "$(disk_uri d0)")" = "$d0" ] && [ "$(lt dump "$(disk_uri d1)")" = "$d1" ] ||
   fail "the clean stop wrote over a lost lease"
-echo "$d0" | grep -q "host=otherhost" || fail "d0: $d0"
+echo "$d0" | has "host=otherhost" || fail "d0: $d0"

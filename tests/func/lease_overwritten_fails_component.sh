@@ -18,18 +18,18 @@ for _ in $(seq 1 100); do
 done
 echo "failed out after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 out=$(bm status m0) && fail "status exited 0 while DEGRADED: $out"
-echo "$out" | grep -q "d1.disk.sock (FAILED: another server took over its lease (host otherhost, pid 4242" ||
+echo "$out" | has "d1.disk.sock (FAILED: another server took over its lease (host otherhost, pid 4242" ||
   fail "d1 not failed with the intruder named: $out"
-echo "$out" | grep -q "d0.disk.sock (ACTIVE)" || fail "d0 not ACTIVE: $out"
+echo "$out" | has "d0.disk.sock (ACTIVE)" || fail "d0 not ACTIVE: $out"
 grep -q "ComponentFailed .*d1.disk.sock: another server took over its lease" "$T/m0.log" ||
   fail "takeover not logged"
 # the intruder's lease stays as it wrote it; ours on d0 goes on moving
 forged=$(lt dump "$(disk_uri d1)")
-echo "$forged" | grep -q "seq=7 .*pid=4242 host=otherhost" || fail "d1's lease was rewritten: $forged"
+echo "$forged" | has "seq=7 .*pid=4242 host=otherhost" || fail "d1's lease was rewritten: $forged"
 s1=$(lt dump "$(disk_uri d0)" | sed 's/.*seq=\([0-9]*\).*/\1/')
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x62 4M 1M' -c flush >/dev/null
-qemu-io -f raw "$(uri m0)" -c 'read -P 0x62 4M 1M' | grep -q "read 1048576" || fail "read back differs"
-qemu-io -f raw "$(disk_uri d1)" -c 'read -P 0 4M 1M' | grep -q "read 1048576" ||
+qemu-io -f raw "$(uri m0)" -c 'read -P 0x62 4M 1M' | has "read 1048576" || fail "read back differs"
+qemu-io -f raw "$(disk_uri d1)" -c 'read -P 0 4M 1M' | has "read 1048576" ||
   fail "a data write reached the failed component"
 for _ in $(seq 1 100); do
   s2=$(lt dump "$(disk_uri d0)" | sed 's/.*seq=\([0-9]*\).*/\1/')

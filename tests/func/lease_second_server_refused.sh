@@ -10,7 +10,7 @@ bm label -n m0 "$(disk_uri d0)" "$(disk_uri d1)"
 serve m0
 holder=$(server_pid m0)
 lt() { "$TEST_TOOLS/lease_tool" "$@"; }
-lt dump "$(disk_uri d0)" | grep -q "state=active .*pid=$holder host=$(hostname) mirror=m0" ||
+lt dump "$(disk_uri d0)" | has "state=active .*pid=$holder host=$(hostname) mirror=m0" ||
   fail "no active lease of the server on d0: $(lt dump "$(disk_uri d0)")"
 before0=$(lt dump "$(disk_uri d0)" | sed 's/ seq=[0-9]*//')
 mkdir -p "$T/state2"
@@ -24,14 +24,14 @@ echo "refused after $ms ms"
 # the second server wrote no lease of its own
 after0=$(lt dump "$(disk_uri d0)" | sed 's/ seq=[0-9]*//')
 [ "$before0" = "$after0" ] || fail "d0's lease changed owner: $before0 -> $after0"
-lt dump "$(disk_uri d1)" | grep -q "pid=$holder " || fail "d1's lease is not the holder's"
+lt dump "$(disk_uri d1)" | has "pid=$holder " || fail "d1's lease is not the holder's"
 # the first server still serves, and serves the right data
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x5a 1M 64k' -c flush >/dev/null
-qemu-io -f raw "$(uri m0)" -c 'read -P 0x5a 1M 64k' | grep -q "read 65536" || fail "read back differs"
-bm status m0 | grep -q COMPLETE || fail "mirror not COMPLETE: $(bm status m0)"
+qemu-io -f raw "$(uri m0)" -c 'read -P 0x5a 1M 64k' | has "read 65536" || fail "read back differs"
+bm status m0 | has COMPLETE || fail "mirror not COMPLETE: $(bm status m0)"
 for d in d0 d1; do
-  qemu-io -f raw "$(disk_uri $d)" -c 'read -P 0x5a 1M 64k' | grep -q "read 65536" ||
+  qemu-io -f raw "$(disk_uri $d)" -c 'read -P 0x5a 1M 64k' | has "read 65536" ||
     fail "$d does not hold the write"
 done
 stop m0
-lt dump "$(disk_uri d0)" | grep -q "state=clean" || fail "lease not clean after stop"
+lt dump "$(disk_uri d0)" | has "state=clean" || fail "lease not clean after stop"

@@ -43,13 +43,13 @@ grep -q "was taken by another server at the same moment (host $(hostname), pid $
   fail "server $loser does not say why: $(cat "$T/$loser.log")"
 grep -q "serving mirror 'm0'" "$T/$loser.log" && fail "server $loser served before it gave up"
 for d in d0 d1; do
-  lt dump "$(disk_uri $d)" | grep -q "state=active .*pid=$wpid " ||
+  lt dump "$(disk_uri $d)" | has "state=active .*pid=$wpid " ||
     fail "$d's lease is not the winner's: $(lt dump "$(disk_uri $d)")"
 done
 for _ in $(seq 1 100); do [ -S "$T/$winner.sock" ] && break; sleep 0.05; done
 u="nbd+unix:///m0?socket=$T/$winner.sock"
 qemu-io -f raw "$u" -c 'write -P 0x5a 1M 64k' -c flush >/dev/null || fail "the winner does not serve"
-qemu-io -f raw -r "$u" -c 'read -P 0x5a 1M 64k' | grep -q "read 65536" || fail "read back differs"
+qemu-io -f raw -r "$u" -c 'read -P 0x5a 1M 64k' | has "read 65536" || fail "read back differs"
 sleep 1.5 # a renewal: still the winner's, nothing lost
 grep -qi "lost\|another" "$T/$winner.log" && fail "the winner lost a lease: $(cat "$T/$winner.log")"
 kill "$wpid"; wait "$wpid" || fail "the winner did not stop cleanly"

@@ -60,6 +60,12 @@ nbdsh() { PATH=/usr/bin:$PATH command nbdsh "$@"; }
 # in the test's own.
 fio() { (cd "$T" && command fio "$@"); }
 
+# grep -q for pipelines: `cmd | grep -q X` stops reading at the first
+# match, and under pipefail the writer's broken pipe then fails the
+# pipeline although X was there (bash's echo writes a pipe line by line:
+# clear_forgets failed so in CI).  has reads to the end.
+has() { grep "$@" >/dev/null; }
+
 # Runs a command that must fail with exit status 1 and a message matching
 # the pattern; prints what it said.
 expect_error() {
@@ -67,7 +73,7 @@ expect_error() {
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
   [ $rc -eq 1 ] || fail "'$*' exited $rc, want 1 (output: $out)"
-  echo "$out" | grep -qE "$pattern" || fail "'$*' said '$out', want /$pattern/"
+  echo "$out" | has -E "$pattern" || fail "'$*' said '$out', want /$pattern/"
   [ "$(echo "$out" | wc -l)" -le 2 ] || fail "'$*' said more than one line: $out"
   echo "ok: $* -> $out"
 }
@@ -79,7 +85,7 @@ expect_usage() {
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
   [ $rc -eq 2 ] || fail "'$*' exited $rc, want 2 (output: $out)"
-  echo "$out" | grep -qE "$pattern" || fail "'$*' said '$out', want /$pattern/"
+  echo "$out" | has -E "$pattern" || fail "'$*' said '$out', want /$pattern/"
   [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "'$*' said more than one line: $out"
   echo "ok: $* -> $out"
 }

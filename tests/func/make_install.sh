@@ -29,7 +29,7 @@ unit=$R/opt/bm/lib/systemd/system/blkmirror@.service
 grep -qx 'ExecStart=/opt/bm/sbin/blkmirror serve %i $BLKMIRROR_SERVE_OPTS' "$unit" ||
   fail "ExecStart does not name the installed binary: $(grep ExecStart "$unit")"
 grep -qx "Type=notify" "$unit" || fail "the unit is not Type=notify"
-man -l "$R/opt/bm/share/man/man8/blkmirror.8" 2>/dev/null | grep -q "blkmirror" || fail "installed man page does not render"
+man -l "$R/opt/bm/share/man/man8/blkmirror.8" 2>/dev/null | has "blkmirror" || fail "installed man page does not render"
 
 # The unit as systemd reads it (when systemd-analyze is here): no warning.
 if command -v systemd-analyze >/dev/null; then

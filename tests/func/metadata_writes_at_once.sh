@@ -39,7 +39,7 @@ span() {
       if (want == "" && off >= lo && off < hi) { want = id; s = secs($1, $2) }
     }
     /\.\.\.Write id=/ && want != "" {
-      match($0, /id=[0-9]+/); if (substr($0, RSTART + 3, RLENGTH - 3) == want) { printf "%.6f %.6f\n", s, secs($1, $2); exit }
+      match($0, /id=[0-9]+/); if (substr($0, RSTART + 3, RLENGTH - 3) == want) { printf "%.6f %.6f\n", s, secs($1, $2); want = "done" }
     }'
 }
 overlap() { # WHAT LO HI

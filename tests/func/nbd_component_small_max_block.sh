@@ -42,7 +42,7 @@ since() { local m=mark${1#d}; tail -n +$((${!m} + 1)) "$T/$1.acked"; } # what d0
 pieces() { since "$1" | grep -cE " Write id=[0-9]+ offset=0x3[cdef]00000 count=0x100000 fua=$2 "; }
 [ "$(pieces d0 1)" = 4 ] || { since d0 | grep " Write "; fail "d0 got $(pieces d0 1) FUA pieces of the 4 MiB write (want 4)"; }
 [ "$(pieces d1 0)" = 4 ] || { since d1 | grep " Write "; fail "d1 got $(pieces d1 0) pieces of the 4 MiB write (want 4)"; }
-since d1 | sed -n '/ Write id=[0-9]* offset=0x3f00000 /,$p' | grep -q " Flush id=" ||
+since d1 | sed -n '/ Write id=[0-9]* offset=0x3f00000 /,$p' | has " Flush id=" ||
   { since d1; fail "d1 got no flush after the last piece of the FUA write, before its acknowledgement"; }
 # a QD1 stream, read back and compared: its read-ahead chunks (2 MiB and
 # more) are read in pieces

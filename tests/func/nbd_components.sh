@@ -18,4 +18,4 @@ for d in d0 d1; do
   cmp -n $((63 * MIB)) "$T/data" "$T/$d.img" || fail "$d does not hold the data"
 done
 cmp -n $((63 * MIB)) "$T/data" "$T/c" || fail "c does not hold the data"
-bm dump "$(disk_uri d1)" | grep -q "Name: m0" || fail "dump of an NBD component"
+bm dump "$(disk_uri d1)" | has "Name: m0" || fail "dump of an NBD component"

@@ -14,11 +14,11 @@ before="$(file_sha "$T/a" $((15 * MIB))) $(file_sha "$T/b" $((15 * MIB)))"
 h1=$!
 "$TEST_TOOLS/nbd_hostile" "$T/m0.sock" m0 >/dev/null &
 h2=$!
-nbdinfo --size "$(uri m0)" | grep -qx $((15 * MIB)) || fail "good client refused"
+nbdinfo --size "$(uri m0)" | has -x $((15 * MIB)) || fail "good client refused"
 wait $h1 || fail "hostile run 2"
 wait $h2 || fail "hostile run 3"
 kill -0 "$(server_pid m0)" || fail "server died"
-bm status m0 | grep -q COMPLETE || fail "mirror not COMPLETE"
+bm status m0 | has COMPLETE || fail "mirror not COMPLETE"
 stop m0
 after="$(file_sha "$T/a" $((15 * MIB))) $(file_sha "$T/b" $((15 * MIB)))"
 [ "$before" = "$after" ] || fail "hostile input changed data"

@@ -19,8 +19,8 @@ expect_usage "usage: blkmirror configure" bm configure -p 1 -b load m0 "$T/b"
 expect_error "nosuch is not a component of m0" bm configure -p 1 m0 "$T/nosuch"
 # stopped: the label only
 bm configure -p 7 m0 "$T/b" || fail "offline configure -p failed"
-bm dump "$T/b" | grep -q "Priority: 7" || fail "offline -p not in b's label"
-bm dump "$T/a" | grep -q "Priority: 0" || fail "offline -p changed a's label"
+bm dump "$T/b" | has "Priority: 7" || fail "offline -p not in b's label"
+bm dump "$T/a" | has "Priority: 0" || fail "offline -p changed a's label"
 serve m0
 reads() { qemu-io -f raw -r "$(uri m0)" -c "read -P $1 0 64k" >/dev/null 2>&1; }
 reads 0x42 || fail "prefer did not read b (priority 7) after a restart"
@@ -42,5 +42,5 @@ wait $writer || fail "the writer failed"
 grep -q "failed 0" "$T/writer.out" || fail "client writes failed: $(cat "$T/writer.out")"
 "$PY" "$tool" verify "$(uri m0)" "$T/acked" || fail "an acknowledged write was lost"
 stop m0
-bm dump "$T/a" | grep -q "Priority: 4" || fail "live -p not kept in a's label"
-bm dump "$T/b" | grep -q "Priority: 7" || fail "b's priority changed"
+bm dump "$T/a" | has "Priority: 4" || fail "live -p not kept in a's label"
+bm dump "$T/b" | has "Priority: 7" || fail "b's priority changed"

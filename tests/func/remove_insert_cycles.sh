@@ -19,7 +19,7 @@ for i in $(seq 1 18); do
   fi
   bm remove m0 "$T/c" >/dev/null || fail "remove $i failed"
 done
-grep -c "ComponentInserted $T/c:" "$T/m0.log" | grep -qx 18 || fail "not 18 inserts in the log"
+grep -c "ComponentInserted $T/c:" "$T/m0.log" | has -x 18 || fail "not 18 inserts in the log"
 wait $writer || { cat "$T/writer.out"; fail "the writer failed"; }
 cat "$T/writer.out"
 grep -q "failed 0$" "$T/writer.out" || fail "the client saw errors"

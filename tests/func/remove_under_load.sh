@@ -21,7 +21,7 @@ out=$(bm remove m0 "$T/c") || { echo "$out"; fail "remove failed"; }
 out=$(bm status m0)
 grep -q "$T/c" <<<"$out" && fail "c still shown: $out"
 grep -q "COMPLETE" <<<"$out" || fail "not COMPLETE after the removal: $out"
-bm list m0 | grep -q "^Components: 2$" || fail "list does not say 2 components"
+bm list m0 | has "^Components: 2$" || fail "list does not say 2 components"
 ! grep -q "$T/c" "$BLKMIRROR_STATE_DIR/m0.components" || fail "c still in the state list"
 expect_error "has no blkmirror label" bm dump "$T/c"
 wait $writer || { cat "$T/writer.out"; fail "the writer failed"; }

@@ -6,7 +6,7 @@
 # at most 16 MiB idle; what is in use is bounded by the bytes in flight).
 . "$(dirname "$0")/lib.sh"
 need fio
-fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio has no nbd engine"
+fio --enghelp 2>/dev/null | has -w nbd || skip "fio has no nbd engine"
 mkimg 72 a b
 bm label -n m0 "$T/a" "$T/b"
 # (the read-ahead's chunk memory, which fio's sequential verify reads

@@ -2,7 +2,7 @@
 # two connections at once; then the components are identical.
 . "$(dirname "$0")/lib.sh"
 need fio
-fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio has no nbd engine"
+fio --enghelp 2>/dev/null | has -w nbd || skip "fio has no nbd engine"
 mkimg 40 a b
 bm label -n m0 "$T/a" "$T/b"
 serve m0

@@ -18,7 +18,7 @@ expect_error "$T/data is a regular file" bm serve m0 --socket "$T/data"
 before=$(sha256sum <"$T/a")
 expect_error "$T/a is a regular file" bm serve m0 --socket "$T/a"
 [ "$(sha256sum <"$T/a")" = "$before" ] || fail "component a changed"
-bm dump "$T/a" | grep -q "Name: m0" || fail "component a lost its label"
+bm dump "$T/a" | has "Name: m0" || fail "component a lost its label"
 mkdir "$T/dir"
 expect_error "$T/dir is a directory" bm serve m0 --socket "$T/dir"
 [ -d "$T/dir" ] || fail "the directory went away"
@@ -33,7 +33,7 @@ expect_error "$T/m1.sock is the live socket of another server" \
   bm serve m0 --socket "$T/m1.sock"
 [ "$(stat -c %i "$T/m1.sock")" = "$ino" ] || fail "m1's socket was replaced"
 qemu-io -f raw "$(uri m1)" -c 'write -P 0x11 0 4k' >/dev/null || fail "m1 not serving"
-bm status m1 | grep -q COMPLETE || fail "m1 not COMPLETE"
+bm status m1 | has COMPLETE || fail "m1 not COMPLETE"
 
 # A stale socket: its server was killed, nothing listens on it.
 kill -9 "$(server_pid m1)"

@@ -22,8 +22,8 @@ hdr=$(sed -n 2p <<<"$out")
 [[ "$hdr" == *'L(q)  ops/s    r/s   kBps   ms/r    w/s   kBps   ms/w    d/s   kBps   ms/d   %busy Name'* ]] ||
   fail "header: '$hdr'"
 [[ "$(sed -n 1p <<<"$out")" == 'dT: '*'server CPU: '*'%' ]] || fail "first line: $out"
-echo "$out" | grep -q "| $T/a$" || fail "no row for a"
-echo "$out" | grep -q "| mirror/m0$" || fail "no mirror row"
+echo "$out" | has "| $T/a$" || fail "no row for a"
+echo "$out" | has "| mirror/m0$" || fail "no mirror row"
 json=$(bm stat m0 -c 1 -I 500ms --json)
 wait $fpid
 echo "$json" | jq -e '.rows | length == 3' >/dev/null || fail "json rows: $json"

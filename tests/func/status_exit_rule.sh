@@ -12,14 +12,14 @@ grep -qx "$T/b" "$BLKMIRROR_STATE_DIR/m0.components" || fail "cleared b no longe
 serve m0
 rc=0; out=$(bm status m0) || rc=$?
 [ $rc -eq 2 ] || fail "status m0 exited $rc, want 2: $out"
-echo "$out" | grep -q "$T/b (ABSENT: .*has no blkmirror label" || fail "b not shown missing: $out"
+echo "$out" | has "$T/b (ABSENT: .*has no blkmirror label" || fail "b not shown missing: $out"
 # list and status agree on the component count.
-bm list m0 | grep -q "^Components: 2$" || fail "list does not say 2 components"
+bm list m0 | has "^Components: 2$" || fail "list does not say 2 components"
 [ "$(echo "$out" | grep -c "$T/")" -eq 2 ] || fail "status does not show 2 components"
 # m1 is stopped: listed, but the exit status is m0's.
 rc=0; out=$(bm status) || rc=$?
 [ $rc -eq 2 ] || fail "status exited $rc with one DEGRADED and one stopped mirror, want 2"
-echo "$out" | grep -q "m1  *STOPPED" || fail "stopped m1 not listed: $out"
+echo "$out" | has "m1  *STOPPED" || fail "stopped m1 not listed: $out"
 rc=0; bm status m1 m0 >/dev/null || rc=$?
 [ $rc -eq 2 ] || fail "status m1 m0 exited $rc, want 2"
 rc=0; bm status m1 >/dev/null || rc=$?

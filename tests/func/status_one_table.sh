@@ -8,7 +8,7 @@ serve m0
 out=$(bm status) || true
 echo "$out"
 [ "$(grep -c '^Name ' <<<"$out")" -eq 1 ] || fail "more than one header: $out"
-col() { grep -F "$1" <<<"$out" | head -n 1 | awk -v p="$1" '{ print index($0, p) }'; }
+col() { grep -F "$1" <<<"$out" | sed -n 1p | awk -v p="$1" '{ print index($0, p) }'; }
 [ "$(col "$T/a")" = "$(col "$T/c")" ] || fail "components not aligned: $out"
 [ "$(col "$T/b")" = "$(col "$T/a")" ] || fail "second component not aligned: $out"
 grep -q "^m0  *COMPLETE  $T/a (ACTIVE)" <<<"$out" || fail "m0's row: $out"

@@ -9,10 +9,10 @@ serve m0 --tcp "$port"
 hold_client c1 "$(uri m0)"
 hold_client c2 "nbd://127.0.0.1:$port/m0"
 out=$(expect_error "^blkmirror: m0 has 2 NBD connections open \(.*stop -f m0" bm stop m0)
-echo "$out" | grep -q "pid $(eval echo \$CLIENT_PID_c1) (qemu-io) on the unix socket" || fail "unix client not named: $out"
-echo "$out" | grep -qE "tcp 127\.0\.0\.1:[0-9]+" || fail "tcp client not named: $out"
+echo "$out" | has "pid $(eval echo \$CLIENT_PID_c1) (qemu-io) on the unix socket" || fail "unix client not named: $out"
+echo "$out" | has -E "tcp 127\.0\.0\.1:[0-9]+" || fail "tcp client not named: $out"
 kill -0 "$(server_pid m0)" || fail "the server stopped anyway"
-bm status m0 | grep -q COMPLETE || fail "not serving after a refused stop"
+bm status m0 | has COMPLETE || fail "not serving after a refused stop"
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x5a 0 64k' >/dev/null || fail "no I/O after a refused stop"
 release_client c2
 expect_error "m0 has 1 NBD connection open" bm stop m0
@@ -20,7 +20,7 @@ out=$(bm stop -f m0) || fail "stop -f failed"
 [ "$out" = "m0 stopped cleanly" ] || fail "stop -f said '$out'"
 # stop returned: the server has exited, with clean labels.
 kill -0 "$(server_pid m0)" 2>/dev/null && fail "server still running after stop returned"
-for f in a b; do bm dump "$T/$f" | grep -q "Flags: NONE" || fail "$f not clean"; done
+for f in a b; do bm dump "$T/$f" | has "Flags: NONE" || fail "$f not clean"; done
 release_client c1
 # The written data is on both components.
 same_data "$T/a" "$T/b"

@@ -12,8 +12,8 @@ for i in 1 2 3; do
   [ "$out" = "m$i stopped cleanly" ] || fail "stop said '$out'"
   rc=0; st=$(bm status m$i) || rc=$?
   [ $rc -eq 3 ] || fail "status right after stop exited $rc"
-  echo "$st" | grep -q "m$i  *STOPPED" || fail "status right after stop: $st"
-  echo "$st" | grep -q "$T/a$i (clean" || fail "a$i not clean right after stop: $st"
+  echo "$st" | has "m$i  *STOPPED" || fail "status right after stop: $st"
+  echo "$st" | has "$T/a$i (clean" || fail "a$i not clean right after stop: $st"
   bm clear "$T/b$i" >/dev/null || fail "clear right after stop failed"
   wait "$(server_pid m$i)" || fail "server m$i exited nonzero"
 done

@@ -18,4 +18,4 @@ answer d0
 wait "$(server_pid m0)" || fail "server exited nonzero"
 grep -q "m0: stopped cleanly" "$T/m0.log" || fail "no clean stop in the log"
 expect_error "mirror 'm0' is not running" bm stop m0
-bm dump "$T/b" | grep -q "Flags: NONE" || fail "b not clean"
+bm dump "$T/b" | has "Flags: NONE" || fail "b not clean"

@@ -2,7 +2,7 @@
 # components are identical and hold the client's data.
 . "$(dirname "$0")/lib.sh"
 need fio
-fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio has no nbd engine"
+fio --enghelp 2>/dev/null | has -w nbd || skip "fio has no nbd engine"
 mkimg 200 a b
 head -c $((199 * MIB)) /dev/urandom | dd of="$T/a" conv=notrunc status=none
 bm label m0 "$T/a" "$T/b"

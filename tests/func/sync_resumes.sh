@@ -15,7 +15,7 @@ done
 [ -n "$pct" ] && [ "$pct" -ge 45 ] || fail "sync did not reach 45% (status: $(bm status m0))"
 stop m0
 off=$(bm dump "$(disk_uri slow)" | awk '/SyncOffset/ {print $2}')
-bm dump "$(disk_uri slow)" | grep -q "Flags: SYNCHRONIZING" || fail "target not flagged after the stop"
+bm dump "$(disk_uri slow)" | has "Flags: SYNCHRONIZING" || fail "target not flagged after the stop"
 [ "$off" -gt 0 ] || fail "no checkpoint saved"
 serve m0
 grep -q "SyncStarted .*: copying from offset $off " "$T/m0.log" || { cat "$T/m0.log"; fail "did not resume at $off"; }

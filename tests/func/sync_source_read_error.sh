@@ -15,9 +15,9 @@ serve m0
 touch "$T/src.fail"
 for _ in $(seq 1 100); do grep -q "SyncStopped" "$T/m0.log" && break; sleep 0.1; done
 out=$(bm status m0) || true
-echo "$out" | grep -q "src.disk.sock (ACTIVE)" || fail "source not ACTIVE: $out"
-echo "$out" | grep -q "target (SYNCHRONIZING" || fail "target not SYNCHRONIZING: $out"
-echo "$out" | grep -q "Note: sync of .* stopped" || fail "no reason shown: $out"
+echo "$out" | has "src.disk.sock (ACTIVE)" || fail "source not ACTIVE: $out"
+echo "$out" | has "target (SYNCHRONIZING" || fail "target not SYNCHRONIZING: $out"
+echo "$out" | has "Note: sync of .* stopped" || fail "no reason shown: $out"
 rm "$T/src.fail"
 qemu-io -t writeback -f raw "$(uri m0)" -c 'write -P 0x71 0 1M' -c 'read -P 0x71 0 1M' >"$T/qio" 2>&1 ||
   { cat "$T/qio"; fail "the mirror stopped serving"; }

@@ -9,7 +9,7 @@ v=$(bm --version) || fail "--version failed"
 [[ $v =~ ^blkmirror\ $file(\+g[0-9a-f]{12})?$ ]] || fail "--version says '$v'"
 [ "$(bm -V)" = "$v" ] || fail "-V says '$(bm -V)', --version '$v'"
 [ "$(bm version)" = "$v" ] || fail "version says '$(bm version)', --version '$v'"
-bm help | grep -q "blkmirror version" || fail "help does not list version"
+bm help | has "blkmirror version" || fail "help does not list version"
 [ "$(bm version --help)" = "usage: blkmirror version" ] || fail "version --help"
 expect_usage "usage: blkmirror version" bm version extra
 expect_usage "usage: blkmirror --version" bm --version extra

@@ -15,8 +15,8 @@ qemu-io -t writeback -f raw "$u" -c 'write -P 0x42 1M 1M' -c flush -c 'read -P 0
   >"$T/qio" 2>&1 || { cat "$T/qio"; fail "client saw an error"; }
 grep -qiE 'error|fail' "$T/qio" && { cat "$T/qio"; fail "client saw an error"; }
 out=$(bm status m0) && fail "status exited 0 while DEGRADED"
-echo "$out" | grep -q "bad.disk.sock (FAILED: write error" || fail "not FAILED: $out"
-bm dump "$T/a" | grep -q "GenID: 2" || fail "survivor's genid not bumped before the ack"
+echo "$out" | has "bad.disk.sock (FAILED: write error" || fail "not FAILED: $out"
+bm dump "$T/a" | has "GenID: 2" || fail "survivor's genid not bumped before the ack"
 rm "$T/bad.fail"
 stop m0
 serve m0
