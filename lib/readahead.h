@@ -52,6 +52,10 @@ struct ra_comp {
 	uint64_t waits;          /* client reads that waited on its chunks */
 	uint64_t idle_ns;        /* time with no chunk while streams read
 	                          * ahead (gaps under 1 s; BM_RA_DEBUG) */
+	/* its chunks with pieces not yet sent, in stream order, and how
+	 * many pieces it holds (readahead.c: pull_pieces) */
+	struct ra_chunk *pq_head, *pq_tail;
+	unsigned pieces_out;
 };
 
 struct bm_readahead {
