@@ -195,6 +195,7 @@ struct ra_chunk {
 	unsigned pieces_left;    /* not landed: the chunk is freed only at 0 */
 	uint64_t landed_mask;    /* pieces landed whole */
 	bool failed;             /* a piece failed: the chunk is detached */
+	bool retired;            /* dropped with pieces never sent */
 	struct ra_piece {
 		struct bm_breq br;
 		struct ra_chunk *c;
@@ -256,7 +257,7 @@ static struct ra_chunk *chunk_alloc(struct bm_readahead *ra, uint32_t len,
 	while (ns_per_byte > 0 && piece < len && piece < (1u << 30) &&
 	       (double)piece * 2 * ns_per_byte <= (double)RA_PIECE_NS)
 		piece *= 2;
-	if (len > piece * RA_PIECES_MAX) /* (aligned as chunks are) */
+	if (len > (uint64_t)piece * RA_PIECES_MAX) /* (aligned as chunks are) */
 		piece = ((len / RA_PIECES_MAX) + (64u << 10) - 1) & ~((64u << 10) - 1);
 	unsigned n = len ? (len + piece - 1) / piece : 1;
 	struct ra_chunk *c = calloc(1, sizeof(*c) + n * sizeof(c->piece[0]));
@@ -341,9 +342,13 @@ static void stream_drop(struct bm_readahead *ra, struct ra_stream *s,
 	memset(s, 0, sizeof(*s));
 }
 
+/* Whether component i takes chunks: ACTIVE, and its connection not seen
+ * gone (before the event thread has marked it: a refused submit fails at
+ * once, and new chunks would go on being sent to it) (lock held). */
 static bool readable(struct bm_mirror *m, int i)
 {
-	return atomic_load(&m->comp[i].state) == BM_CS_ACTIVE;
+	return atomic_load(&m->comp[i].state) == BM_CS_ACTIVE &&
+	       m->ra.comp[i].gone_epoch != atomic_load(&m->comp[i].epoch) + 1;
 }
 
 static uint32_t chunk_size(struct bm_mirror *m, int comp);
@@ -674,7 +679,8 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 	}
 }
 
-/* 1: every chunk over [off, off+len) is READY; 0: some pending; -1: not
+/* 1: every chunk over [off, off+len) has landed there (READY, or its
+ * pieces there in a row from its start); 0: some pending; -1: not
  * covered or a chunk failed (lock held). */
 static int coverage(struct ra_stream *s, uint64_t off, uint32_t len)
 {
@@ -709,7 +715,7 @@ static void copy_out(struct ra_stream *s, struct bm_io *io)
 	}
 }
 
-/* Serves a covered read (every chunk under it READY): lends the chunks'
+/* Serves a covered read (coverage 1: only landed bytes): lends the chunks'
  * buffers if the caller accepts it and the read spans at most BM_IO_SEGS
  * chunks, else copies (lock held). */
 static void serve_out(struct bm_readahead *ra, struct ra_stream *s,
@@ -747,7 +753,7 @@ void bm_ra_release(const struct bm_io_seg *seg, unsigned n)
 	struct bm_readahead *ra = &c0->m->ra;
 
 	/* a last loan frees the chunk (nchunks falls): bm_ra_destroy waits
-	 * for this call to end too, as for chunk_done */
+	 * for this call to end too, as for piece_done */
 	atomic_fetch_add(&ra->landing, 1);
 	pthread_mutex_lock(&ra->lock);
 	for (unsigned i = 0; i < n; i++) {
@@ -772,8 +778,8 @@ static void piece_done(struct bm_breq *br, int result);
  * threads (nbdkit's, qemu-nbd's) serve what they hold in any order, and
  * on a disk that positions, pieces read out of order cost a seek each
  * (all of a 4-piece chunk's pieces and the next chunk's at once: two
- * unannounced rotating disks 1.87 -> 1.79 of one).  Queues the chunk on
- * its component and appends what may be sent now to *tailp (lock held). */
+ * unannounced rotating disks 1.87 -> 1.79 of one).  Appends to *tailp
+ * the pieces of comp's queued chunks that may be sent now (lock held). */
 static void pull_pieces(struct bm_readahead *ra, int comp,
                         struct ra_piece ***tailp)
 {
@@ -781,6 +787,26 @@ static void pull_pieces(struct bm_readahead *ra, int comp,
 
 	while (rc->pieces_out < RA_PIECES_OUT && rc->pq_head) {
 		struct ra_chunk *c = rc->pq_head;
+		if (!c->s) {
+			/* dropped (overwritten, passed, its stream ended, stolen):
+			 * what is not sent yet is not read at all */
+			uint64_t sent = (uint64_t)c->next_piece * c->piece_len;
+			unsigned unsent = c->npieces - c->next_piece;
+			rc->pq_head = c->pq_next;
+			if (!rc->pq_head)
+				rc->pq_tail = NULL;
+			c->pq_next = NULL;
+			c->next_piece = c->npieces;
+			c->retired = true;
+			rc->done_cum += sent < c->len ? c->len - sent : 0;
+			c->pieces_left -= unsent;
+			if (c->pieces_left == 0) {
+				rc->slots--;
+				if (!c->lent)
+					chunk_free(ra, c);
+			}
+			continue;
+		}
 		struct ra_piece *p = &c->piece[c->next_piece++];
 		if (c->next_piece == c->npieces) {
 			rc->pq_head = c->pq_next;
@@ -795,6 +821,7 @@ static void pull_pieces(struct bm_readahead *ra, int comp,
 	}
 }
 
+/* Queues chunk c on its component, its pieces ready to send (lock held). */
 static void enqueue_chunk(struct bm_mirror *m, struct ra_chunk *c)
 {
 	struct ra_comp *rc = &m->ra.comp[c->comp];
@@ -833,9 +860,20 @@ static void send_pieces(struct bm_mirror *m, struct ra_piece *list)
 		p->t_issue = bm_now_ns();
 		bm_comp_enter(comp, p->t_issue);
 		struct bm_backend *be = bm_comp_get(comp);
-		int err = be ? be->ops->submit(be, &p->br) : -ENOTCONN;
-		if (be)
+		int err = -ENOTCONN;
+		if (be) {
+			/* the connection the chunk was queued for, still
+			 * serving: a piece pulled after the component was given
+			 * up, reconnected or its slot reused must not read
+			 * another disk (or a copy still being made) into a
+			 * chunk whose first pieces came from this one */
+			if (atomic_load(&comp->state) != BM_CS_ACTIVE ||
+			    atomic_load(&comp->epoch) != p->c->epoch)
+				err = -ESTALE;
+			else
+				err = be->ops->submit(be, &p->br);
 			bm_comp_put(comp);
+		}
 		if (err < 0) {
 			p->br.unanswered = true;
 			piece_done(&p->br, err);
@@ -1160,14 +1198,17 @@ static void piece_done(struct bm_breq *br, int result)
 			uint32_t left = c->len - c->ready;
 			c->ready += left < c->piece_len ? left : c->piece_len;
 		}
-	} else if (!c->failed) {
+	} else {
+		if (bm_error_is_gone(result))
+			rc->gone_epoch = c_epoch + 1;
+		if (!c->failed)
+			first_failure = true;
 		c->failed = true;
-		first_failure = true;
 	}
 	bool last = --c->pieces_left == 0;
 	if (last) {
 		rc->slots--;
-		if (!c->failed)
+		if (!c->failed && !c->retired)
 			learn(m, comp_index, c, t);
 	}
 	struct ra_stream *s = c->s;

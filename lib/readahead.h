@@ -56,6 +56,9 @@ struct ra_comp {
 	 * many pieces it holds (readahead.c: pull_pieces) */
 	struct ra_chunk *pq_head, *pq_tail;
 	unsigned pieces_out;
+	unsigned gone_epoch;     /* its epoch + 1 when a piece found its
+	                          * connection gone: no chunk goes to it until
+	                          * the epoch moves (it reconnected) */
 };
 
 struct bm_readahead {
@@ -73,7 +76,7 @@ struct bm_readahead {
 	                          * again when unmapped or the cap changes */
 	atomic_bool closed;      /* bm_ra_destroy began: bm_ra_tick stays out */
 	atomic_int ticking;      /* bm_ra_tick calls under way */
-	atomic_int landing;      /* chunk_done calls under way */
+	atomic_int landing;      /* piece_done calls under way */
 	uint64_t wait_ns;        /* client reads' time waiting for chunks */
 	uint64_t served;         /* client reads served by the read-ahead */
 	uint64_t served_bytes;   /* and their bytes */
