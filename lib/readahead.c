@@ -161,6 +161,8 @@
                                      10 ms (fewer requests from fast ones) */
 #define RA_PIECES_MAX 16          /* ... and at most this many */
 #define RA_PIECES_OUT 2           /* pieces a component holds at once */
+#define RA_GONE_NS 1000000000ull  /* a component found gone or refusing
+                                     takes no chunk for this long */
 
 enum { CH_PENDING, CH_READY, CH_ERROR };
 
@@ -343,12 +345,18 @@ static void stream_drop(struct bm_readahead *ra, struct ra_stream *s,
 }
 
 /* Whether component i takes chunks: ACTIVE, and its connection not seen
- * gone (before the event thread has marked it: a refused submit fails at
- * once, and new chunks would go on being sent to it) (lock held). */
+ * gone or refusing in the last RA_GONE_NS (until the event thread has
+ * given it up, a refused submit fails at once, and the chunks freed so
+ * would go to it again at once; it may also stay in service, the last
+ * ACTIVE one, so only for a while) (lock held). */
 static bool readable(struct bm_mirror *m, int i)
 {
-	return atomic_load(&m->comp[i].state) == BM_CS_ACTIVE &&
-	       m->ra.comp[i].gone_epoch != atomic_load(&m->comp[i].epoch) + 1;
+	const struct ra_comp *rc = &m->ra.comp[i];
+
+	if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE)
+		return false;
+	return rc->gone_epoch != atomic_load(&m->comp[i].epoch) + 1 ||
+	       bm_now_ns() - rc->gone_ns > RA_GONE_NS;
 }
 
 static uint32_t chunk_size(struct bm_mirror *m, int comp);
@@ -1199,8 +1207,10 @@ static void piece_done(struct bm_breq *br, int result)
 			c->ready += left < c->piece_len ? left : c->piece_len;
 		}
 	} else {
-		if (bm_error_is_gone(result))
+		if (bm_error_is_gone(result) || br->unanswered) {
 			rc->gone_epoch = c_epoch + 1;
+			rc->gone_ns = t;
+		}
 		if (!c->failed)
 			first_failure = true;
 		c->failed = true;
@@ -1210,6 +1220,8 @@ static void piece_done(struct bm_breq *br, int result)
 		rc->slots--;
 		if (!c->failed && !c->retired)
 			learn(m, comp_index, c, t);
+		else if (!c->failed)
+			rc->last_done_ns = t; /* (the next is timed from here) */
 	}
 	struct ra_stream *s = c->s;
 	if (!s) {
@@ -1249,7 +1261,7 @@ static void piece_done(struct bm_breq *br, int result)
 	pthread_mutex_unlock(&ra->lock);
 	/* A component that went away is disconnected; one that answered with
 	 * an error is mended by the direct read the client falls back to. */
-	if (first_failure && bm_error_is_gone(result)) {
+	if (result < 0 && bm_error_is_gone(result)) {
 		unsigned ep[BM_MAX_COMPONENTS];
 		for (int i = 0; i < m->ncomp; i++)
 			ep[i] = atomic_load(&m->comp[i].epoch);

@@ -57,8 +57,10 @@ struct ra_comp {
 	struct ra_chunk *pq_head, *pq_tail;
 	unsigned pieces_out;
 	unsigned gone_epoch;     /* its epoch + 1 when a piece found its
-	                          * connection gone: no chunk goes to it until
-	                          * the epoch moves (it reconnected) */
+	                          * connection gone or was refused: no chunk
+	                          * goes to it for RA_GONE_NS after gone_ns,
+	                          * or until the epoch moves (it reconnected) */
+	uint64_t gone_ns;
 };
 
 struct bm_readahead {

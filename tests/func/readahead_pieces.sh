@@ -28,6 +28,6 @@ nbdcopy "$(uri m0)" "$T/via-mirror" || fail "nbdcopy from the mirror failed"
 nbdcopy "$(disk_uri e0)" "$T/direct" || fail "nbdcopy from e0 failed"
 size=$(stat -c %s "$T/via-mirror")
 [ "$size" -gt $((200 * MIB)) ] || fail "the mirror's copy has $size bytes"
-head -c "$size" "$T/direct" | cmp - "$T/via-mirror" ||
+cmp -n "$size" "$T/direct" "$T/via-mirror" ||
   fail "the mirror read other data than the disk holds"
 stop m0
