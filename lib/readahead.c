@@ -85,17 +85,23 @@
  * Chunk size (per component), by measurement alone.  A chunk costs
  * positioning plus bytes over bandwidth; on a rotating disk the
  * positioning is the spin (or seek) over the other components' chunks, so
- * small chunks lose much of the disk's speed and large ones little.  Many
- * rotating disks do not say so (NBD servers that never set the rotational
- * flag, files), so what a component announces only picks where the climb
- * starts (2 MiB, 4 MiB if rotational); the climb itself (learn) measures
- * throughput over RA_PROBE_SAMPLES chunks at a size, then at twice the
- * size, and keeps doubling while that is more than 3% faster.  On media
- * with no positioning cost doubling stops paying and the climb stops
- * there; the only bound is memory (the cap shared by the components'
- * chunks) and, for a component much slower than the others, its share of
- * the window.  BM_RA_DEBUG=1 prints every decision and, at the end, each
- * component's size, speed, waits and stolen chunks.
+ * small chunks lose much of the disk's speed and large ones little, and
+ * on media that do not position, large chunks only lose time at the end
+ * of a stream (the others read past it while the last chunk comes at one
+ * disk's speed: with 4 MiB chunks three 80 MiB/s disks read a 256 MiB
+ * stream at 2.88x one disk, with 2 MiB at 2.94x).  Many rotating disks
+ * do not say so (NBD servers that never set the rotational flag, files),
+ * so what a component announces only picks where it starts (2 MiB, 4 MiB
+ * if rotational).  Each chunk of two pieces or more measures its own
+ * positioning: its first piece's service time less what its later
+ * pieces took for as many bytes (learn).  Every BM_RA_POS_SAMPLES chunks
+ * the size doubles while that pays 3% at the lower quartile of their
+ * positioning, and halves when doubling the half would not pay at the
+ * upper quartile, down to two pieces (chunk_floor); the only bound above
+ * is memory (the cap shared by the components' chunks) and, for a
+ * component much slower than the others, its share of the window.
+ * BM_RA_DEBUG=1 prints every decision and, at the end, each component's
+ * size, speed, waits and stolen chunks.
 
  * Never stale.  A write drops every chunk it overlaps, and every chunk after
  * it in that stream, when it is submitted and again just before it is
@@ -151,9 +157,8 @@
 #define RA_CHUNK_MIN (512u << 10)
 #define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
 #define RA_CHUNK_START_ROTATIONAL (4u << 20)
-#define RA_PROBE_SAMPLES 3        /* chunks measured per size */
-#define RA_PROBE_GAIN 1.03        /* a larger chunk must be 3% faster */
-#define RA_REPROBE_ROUNDS 10      /* measure rounds before probing again */
+#define RA_DOUBLING_GAIN 1.03     /* a chunk doubles if that makes its
+                                   * component 3% faster (learn) */
 #define RA_STEAL_GAIN 0.7         /* steal when elsewhere is 30% sooner */
 #define RA_PIECE (1u << 20)       /* a chunk is read in pieces of at least
                                      this, ... */
@@ -198,10 +203,19 @@ struct ra_chunk {
 	uint64_t landed_mask;    /* pieces landed whole */
 	bool failed;             /* a piece failed: the chunk is detached */
 	bool retired;            /* dropped with pieces never sent */
+	/* what its pieces took (learn): the first's service time, the
+	 * later ones' summed, and their bytes; unmeasured if a piece of its
+	 * component landed out of the order they were sent in, or its first
+	 * piece found its component's queue empty (its time would hold the
+	 * whole round trip, or another chunk's work) */
+	bool unmeasured;
+	uint64_t first_ns, rest_ns;
+	uint32_t rest_bytes;
 	struct ra_piece {
 		struct bm_breq br;
 		struct ra_chunk *c;
 		uint64_t t_issue;
+		uint64_t seq;       /* its component's sent_seq when pulled */
 		struct ra_piece *sub_next; /* on a list to send */
 	} piece[];
 };
@@ -249,16 +263,39 @@ static void chunk_free(struct bm_readahead *ra, struct ra_chunk *c)
 	free(c);
 }
 
-/* A chunk of len bytes with its pieces, for a component that reads a
- * byte in ns_per_byte (0: not measured yet), not yet in any list (lock
- * held); NULL when memory (the cap, or the system's) is short. */
-static struct ra_chunk *chunk_alloc(struct bm_readahead *ra, uint32_t len,
-                                    double ns_per_byte)
+/* The length of pieces for a component that reads a byte in ns_per_byte
+ * (0: not measured yet): RA_PIECE, or what it reads in RA_PIECE_NS if
+ * more (a power of two). */
+static uint32_t piece_size(double ns_per_byte)
 {
 	uint32_t piece = RA_PIECE;
-	while (ns_per_byte > 0 && piece < len && piece < (1u << 30) &&
+
+	while (ns_per_byte > 0 && piece < (1u << 28) &&
 	       (double)piece * 2 * ns_per_byte <= (double)RA_PIECE_NS)
 		piece *= 2;
+	return piece;
+}
+
+/* A component's piece length: chosen at its first measure, then again
+ * only at each chunk-size decision (learn), so that its floor
+ * (chunk_floor) does not follow every chunk's speed (lock held). */
+static uint32_t piece_of(struct bm_mirror *m, int comp)
+{
+	struct ra_comp *rc = &m->ra.comp[comp];
+
+	if (!rc->piece && rc->ns_per_byte > 0)
+		rc->piece = piece_size(rc->ns_per_byte);
+	return rc->piece ? rc->piece : RA_PIECE;
+}
+
+/* A chunk of len bytes read as pieces of piece bytes (piece_of), not
+ * yet in any list (lock held); NULL when memory (the cap, or the
+ * system's) is short. */
+static struct ra_chunk *chunk_alloc(struct bm_readahead *ra, uint32_t len,
+                                    uint32_t piece)
+{
+	if (piece > len)
+		piece = len ? len : RA_PIECE;
 	if (len > (uint64_t)piece * RA_PIECES_MAX) /* (aligned as chunks are) */
 		piece = ((len / RA_PIECES_MAX) + (64u << 10) - 1) & ~((64u << 10) - 1);
 	unsigned n = len ? (len + piece - 1) / piece : 1;
@@ -538,25 +575,35 @@ static uint32_t chunk_start(struct bm_mirror *m, int comp)
 	return rotational ? RA_CHUNK_START_ROTATIONAL : RA_CHUNK_START;
 }
 
+/* The smallest chunk a component reads: two of its pieces, so that each
+ * chunk measures its positioning (learn), within the memory bound (lock
+ * held).  Pieces are as long as the component reads in RA_PIECE_NS, so a
+ * fast disk's chunks start longer (fewer requests). */
+static uint32_t chunk_floor(struct bm_mirror *m, int comp)
+{
+	uint32_t floor = 2 * piece_of(m, comp), bound = chunk_bound(m, comp);
+
+	return floor < bound ? floor : bound;
+}
+
 /* A component's chunk size.  The first time, from what it says it is: a
  * rotating disk starts larger, since it surely needs long transfers; the
- * measurement (learn) takes it from there, and only the memory cap bounds
- * it (lock held). */
+ * measurement (learn) takes it from there, within its floor and the
+ * memory bound (lock held). */
 static uint32_t chunk_size(struct bm_mirror *m, int comp)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];
+	uint32_t was = rc->chunk;
 
 	if (!rc->chunk)
 		rc->chunk = chunk_start(m, comp);
-	uint32_t bound = chunk_bound(m, comp);
-	if (rc->chunk > bound) {
-		while (rc->chunk > bound)
-			rc->chunk /= 2;
-		/* measure again at the new size */
-		rc->phase = RA_MEASURING;
-		rc->samples = 0;
-		rc->sample_bytes = rc->sample_ns = 0;
-	}
+	uint32_t floor = chunk_floor(m, comp), bound = chunk_bound(m, comp);
+	while (rc->chunk < floor)
+		rc->chunk *= 2;
+	while (rc->chunk > bound)
+		rc->chunk /= 2;
+	if (rc->chunk != was)
+		rc->npos = 0; /* measure again at the new size */
 	return rc->chunk;
 }
 
@@ -597,7 +644,7 @@ static bool add_chunk(struct bm_mirror *m, struct ra_stream *s, int comp,
 	len = (uint32_t)(end - s->ra_end);
 	if (ra->bytes + len > ra->cap)
 		return false;
-	struct ra_chunk *c = chunk_alloc(ra, len, ra->comp[comp].ns_per_byte);
+	struct ra_chunk *c = chunk_alloc(ra, len, piece_of(m, comp));
 	if (!c)
 		return false;
 	c->m = m;
@@ -816,6 +863,9 @@ static void pull_pieces(struct bm_readahead *ra, int comp,
 			continue;
 		}
 		struct ra_piece *p = &c->piece[c->next_piece++];
+		if (p == c->piece && rc->pieces_out == 0)
+			c->unmeasured = true; /* (learn) */
+		p->seq = rc->sent_seq++;
 		if (c->next_piece == c->npieces) {
 			rc->pq_head = c->pq_next;
 			if (!rc->pq_head)
@@ -983,34 +1033,53 @@ static bool ra_debug(void)
 	return on;
 }
 
-/* Measures a component's throughput at its current chunk size and climbs
- * to larger chunks while doubling pays (lock held).  A chunk's service
- * time is the time from when the component could start it (its issue, or
- * the previous completion if it was still busy) to its completion; its
- * service time per byte also feeds the assignment (pick_slot) and the
- * lateness estimate (steal_late).
+/* Whether doubling a chunk of len bytes makes its component at least
+ * RA_DOUBLING_GAIN faster, when each chunk costs pos_ns of positioning
+ * and npb ns per byte of transfer: with x = pos / transfer, a chunk twice
+ * as long moves 2 (1 + x) / (2 + x) times as many bytes per second. */
+static bool doubling_pays(uint32_t len, double pos_ns, double npb)
+{
+	double x = pos_ns / ((double)len * npb);
+
+	return x > 0 && 2 * (1 + x) / (2 + x) >= RA_DOUBLING_GAIN;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Learns from chunk c, landed whole at t_done (lock held): the
+ * component's service time per byte (it feeds the assignment, pick_slot,
+ * and the lateness estimate, steal_late), and its chunk size.  A chunk's
+ * service time runs from when the component could start it (its issue,
+ * or the previous chunk's landing if it was still busy) to its landing.
  *
- * The climb: measure RA_PROBE_SAMPLES chunks at the current size, then as
- * many at twice the size; keep the larger while it is RA_PROBE_GAIN
- * faster, and try the next; else measure it once more (a noisy machine)
- * and, still no gain, go back and settle.  Chunks that found their
- * component idle are not measured (a stream's start).  Positioning over
- * the other components' chunks (a rotating disk, announced or not) makes
- * each doubling pay until the transfer dwarfs it; on media with no
- * positioning cost the first doubling already does not pay, and the climb
- * stops there.  The only bound is the memory cap (chunk_bound).  A
- * settled component probes again after RA_REPROBE_ROUNDS measures. */
+ * The chunk size: a chunk costs positioning plus its bytes' transfer.
+ * Each chunk read in order as two pieces or more measures both on its
+ * own: its first piece's service time is positioning plus transfer, its
+ * later pieces' (each from the previous one's landing: they were queued
+ * behind it) transfer only.  Measured within one chunk, a slow drift of
+ * the machine (a fresh server warming up) cancels, which comparing the
+ * throughput of whole chunks of two sizes measured one after the other
+ * did not (HACKING "Chunk size and the end of a stream").  Every
+ * BM_RA_POS_SAMPLES chunks the component's size doubles if that pays
+ * (doubling_pays) at the lower quartile of their positioning, and halves
+ * if doubling the half would not pay at the upper quartile: between the
+ * two it stays, so noise does not walk it up and down.  The floor is two
+ * pieces (chunk_floor: a smaller chunk measures nothing), the ceiling the
+ * memory bound (chunk_bound).  Not measured: a short tail chunk, one of
+ * another size, a twin, one that found its disk idle (the disk's own
+ * read-ahead may have served part of it), one that continued its
+ * component's previous chunk (no positioning), one whose pieces landed
+ * out of order. */
 static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
                   uint64_t t_done)
 {
 	struct ra_comp *rc = &m->ra.comp[comp];
 	uint64_t start = c->t_issue > rc->last_done_ns ? c->t_issue
 	                                               : rc->last_done_ns;
-	uint32_t max = chunk_bound(m, comp);
-	const char *what = NULL;
-
-	if (rc->chunk > max)
-		(void)chunk_size(m, comp); /* the bound fell: start again */
 
 	rc->last_done_ns = t_done;
 	if (t_done <= start)
@@ -1020,62 +1089,43 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 		rc->ns_per_byte = npb;
 	else if (!c->idle_start)
 		rc->ns_per_byte = 0.75 * rc->ns_per_byte + 0.25 * npb;
-	if (c->len != rc->chunk || c->stolen || c->idle_start || c->contiguous)
-		return; /* a short tail chunk, one of the old size, a twin, one
-		         * that found its disk idle (a stream's start: the disk's
-		         * own read-ahead may have served part of it), or one that
-		         * continued its previous chunk (no positioning: the cost
-		         * that larger chunks amortize is not in it) */
-	rc->sample_bytes += c->len;
-	rc->sample_ns += t_done - start;
-	if (++rc->samples < RA_PROBE_SAMPLES)
+	if (c->len != chunk_size(m, comp) || c->stolen || c->idle_start ||
+	    c->contiguous || c->npieces < 2 || c->unmeasured || !c->first_ns ||
+	    !c->rest_ns || !c->rest_bytes)
 		return;
-	double thr = (double)rc->sample_bytes / (double)rc->sample_ns;
-	double before = rc->thr;
-	uint32_t measured = rc->chunk;
-	rc->samples = 0;
-	rc->sample_bytes = rc->sample_ns = 0;
-	switch (rc->phase) {
-	case RA_SETTLED:
-		if (++rc->settled_rounds < RA_REPROBE_ROUNDS)
-			return;
-		rc->settled_rounds = 0;
-		/* measure again, then probe */
-		__attribute__((fallthrough));
-	case RA_MEASURING:
-		rc->thr = thr;
-		if (rc->chunk * 2 <= max) {
-			rc->chunk *= 2;
-			rc->phase = RA_PROBING;
-			what = "probe";
-		} else {
-			rc->phase = RA_SETTLED;
-			what = "keep: bound";
-		}
-		break;
-	case RA_PROBING:
-		if (thr <= rc->thr * RA_PROBE_GAIN && ++rc->probe_rounds < 2)
-			return; /* no gain yet: measure it once more (noise) */
-		rc->probe_rounds = 0;
-		if (thr > rc->thr * RA_PROBE_GAIN) {
-			rc->thr = thr;
-			if (rc->chunk * 2 <= max) {
-				rc->chunk *= 2;
-				what = "extend: doubling paid";
-				break;
-			}
-			what = "keep: doubling paid, bound";
-		} else {
-			rc->chunk /= 2; /* no better: back to the smaller size */
-			what = "settle: doubling did not pay";
-		}
-		rc->phase = RA_SETTLED;
-		break;
+	double xfer = (double)c->rest_ns / (double)c->rest_bytes;
+	rc->pos_ns[rc->npos] = (double)c->first_ns - xfer * (double)c->piece_len;
+	rc->xfer_npb[rc->npos] = xfer;
+	if (++rc->npos < BM_RA_POS_SAMPLES)
+		return;
+	rc->npos = 0;
+	double pos[BM_RA_POS_SAMPLES], tx[BM_RA_POS_SAMPLES];
+	memcpy(pos, rc->pos_ns, sizeof(pos));
+	memcpy(tx, rc->xfer_npb, sizeof(tx));
+	qsort(pos, BM_RA_POS_SAMPLES, sizeof(pos[0]), cmp_double);
+	qsort(tx, BM_RA_POS_SAMPLES, sizeof(tx[0]), cmp_double);
+	double q1 = pos[BM_RA_POS_SAMPLES / 4],
+	       q3 = pos[BM_RA_POS_SAMPLES - 1 - BM_RA_POS_SAMPLES / 4],
+	       xfer_med = tx[BM_RA_POS_SAMPLES / 2];
+	rc->piece = piece_size(rc->ns_per_byte); /* (its floor follows) */
+	uint32_t measured = rc->chunk, floor = chunk_floor(m, comp),
+	         bound = chunk_bound(m, comp);
+	const char *what = "keep";
+	if ((uint64_t)measured * 2 <= bound &&
+	    doubling_pays(measured, q1, xfer_med)) {
+		rc->chunk = measured * 2;
+		what = "double: doubling pays";
+	} else if (measured / 2 >= floor &&
+	           !doubling_pays(measured / 2, q3, xfer_med)) {
+		rc->chunk = measured / 2;
+		what = "halve: doubling the half would not pay";
 	}
 	if (ra_debug())
-		fprintf(stderr, "ra: comp %d chunk %u: %.1f MB/s (before %.1f) "
-		        "-> chunk %u %s (bound %u, rotational %d)\n", comp,
-		        measured, thr * 1e3, before * 1e3, rc->chunk, what, max,
+		fprintf(stderr, "ra: comp %d chunk %u: positioning %.2f ms "
+		        "(quartiles %.2f %.2f), transfer %.1f MB/s -> chunk %u %s "
+		        "(floor %u, bound %u, rotational %d)\n", comp, measured,
+		        pos[BM_RA_POS_SAMPLES / 2] / 1e6, q1 / 1e6, q3 / 1e6,
+		        1e3 / xfer_med, rc->chunk, what, floor, bound,
 		        chunk_start(m, comp) == RA_CHUNK_START_ROTATIONAL);
 }
 
@@ -1112,7 +1162,7 @@ static void steal_late(struct bm_mirror *m, struct ra_stream *s,
 	if (best < 0 || (double)(best_t - now) >=
 	                         (double)(t_own - now) * RA_STEAL_GAIN)
 		return;
-	struct ra_chunk *n = chunk_alloc(ra, c->len, ra->comp[best].ns_per_byte);
+	struct ra_chunk *n = chunk_alloc(ra, c->len, piece_of(m, best));
 	if (!n)
 		return;
 	n->m = m;
@@ -1197,6 +1247,25 @@ static void piece_done(struct bm_breq *br, int result)
 	rc->done_cum += p_len;
 	rc->head_start_ns = t; /* the next one in its queue starts now */
 	rc->pieces_out--;
+	/* this piece's service time: from when its component could start it
+	 * (its send, or the landing of the piece sent before it; t was read
+	 * before the lock, so another landing may have come in between) */
+	if (!br->unanswered) {
+		uint64_t from = p->t_issue > rc->piece_done_ns ? p->t_issue
+		                                               : rc->piece_done_ns;
+		if (p->seq != rc->land_seq || t <= from)
+			c->unmeasured = true;
+		else if (k == 0)
+			c->first_ns = t - from;
+		else {
+			c->rest_ns += t - from;
+			c->rest_bytes += (uint32_t)p_len;
+		}
+		if (p->seq >= rc->land_seq)
+			rc->land_seq = p->seq + 1;
+		if (t > rc->piece_done_ns)
+			rc->piece_done_ns = t;
+	}
 	pull_pieces(ra, comp_index, &tail);
 	if (result == 0) {
 		c->landed_mask |= 1ull << k;

@@ -33,7 +33,8 @@ struct ra_stream {
 	struct ra_wait *waiting; /* client reads waiting for chunks */
 };
 
-enum ra_phase { RA_MEASURING, RA_PROBING, RA_SETTLED };
+/* chunks measured per chunk-size decision (readahead.c learn) */
+#define BM_RA_POS_SAMPLES 8
 
 struct ra_comp {
 	int slots;               /* read-ahead chunks in flight */
@@ -44,10 +45,16 @@ struct ra_comp {
 	uint64_t done_cum;       /* bytes of chunks it completed, ever */
 	double ns_per_byte;      /* measured service time per byte (0: none) */
 	uint32_t chunk;          /* current chunk size */
-	enum ra_phase phase;     /* chunk size search (readahead.c) */
-	double thr;              /* bytes per ns at the size before a probe */
-	uint32_t samples, settled_rounds, probe_rounds;
-	uint64_t sample_bytes, sample_ns;
+	/* its last chunks at this size (readahead.c learn): each one's
+	 * positioning (its first piece's service time less what the bytes
+	 * took in its later pieces) and transfer time per byte */
+	double pos_ns[BM_RA_POS_SAMPLES], xfer_npb[BM_RA_POS_SAMPLES];
+	unsigned npos;
+	uint32_t piece;          /* its pieces' length (0: not chosen yet) */
+	uint64_t piece_done_ns;  /* when its latest piece landed */
+	uint64_t sent_seq;       /* pieces pulled to send, ever */
+	uint64_t land_seq;       /* the next piece expected to land, in that
+	                          * order */
 	uint64_t steals;         /* its late chunks re-read elsewhere */
 	uint64_t waits;          /* client reads that waited on its chunks */
 	uint64_t idle_ns;        /* time with no chunk while streams read
