@@ -20,6 +20,7 @@
 /* Exit status when a figure fell by more than --threshold. */
 #define BENCH_EXIT_REGRESSION 3
 #define BENCH_MAX_FIGURES 64
+#define BENCH_MAX_REPEAT 99     /* bench --repeat */
 
 struct bench_component {
 	char *path;
@@ -29,7 +30,8 @@ struct bench_component {
 
 struct bench_figure {
 	char *name;         /* "read A alone", "mirror read (stream)", ... */
-	double mibs;        /* MiB/s */
+	double mibs;        /* MiB/s: the median of the run's repeats */
+	double min, max;    /* over the repeats (mibs when one) */
 };
 
 /* One run: what was measured, and on what. */
@@ -39,6 +41,7 @@ struct bench_run {
 	char *kernel;       /* uname -r */
 	uint64_t bytes;     /* read (and written) of each component */
 	bool write;         /* --write figures included */
+	unsigned repeat;    /* each figure measured this many times (1) */
 	size_t ncomp;
 	struct bench_component comp[BM_MAX_COMPONENTS];
 	size_t nfig;

@@ -45,6 +45,7 @@ bool bench_run_add(struct bench_run *r, const char *name, double mibs)
 	r->fig[r->nfig].name = strdup(name);
 	if (!r->fig[r->nfig].name)
 		return false;
+	r->fig[r->nfig].min = r->fig[r->nfig].max = mibs;
 	r->fig[r->nfig++].mibs = mibs;
 	return true;
 }
@@ -97,6 +98,7 @@ static bool run_from_json(const struct json *j, struct bench_run *r)
 	r->kernel = dup_or_empty(json_str(j, "kernel"));
 	r->bytes = json_num(j, "bytes") > 0 ? (uint64_t)json_num(j, "bytes") : 0;
 	r->write = wr && wr->type == JSON_BOOL && wr->boolean;
+	r->repeat = json_num(j, "repeat") >= 1 ? (unsigned)json_num(j, "repeat") : 1;
 	for (size_t i = 0; i < comps->n; i++) {
 		const struct json *c = &comps->items[i];
 		if (!*json_str(c, "path") || json_num(c, "size") < 0)
@@ -112,6 +114,12 @@ static bool run_from_json(const struct json *j, struct bench_run *r)
 		if (!*json_str(f, "name") || v < 0 ||
 		    !bench_run_add(r, json_str(f, "name"), v))
 			goto bad;
+		/* (runs of one measure each record no spread) */
+		double lo = json_num(f, "min"), hi = json_num(f, "max");
+		if (lo >= 0 && lo <= v && hi >= v) {
+			r->fig[r->nfig - 1].min = lo;
+			r->fig[r->nfig - 1].max = hi;
+		}
 	}
 	return r->time && r->version && r->kernel;
 bad:
@@ -191,8 +199,9 @@ int bench_history_append(const struct bench_run *r)
 	json_put_string(f, r->version);
 	fputs(",\"kernel\":", f);
 	json_put_string(f, r->kernel);
-	fprintf(f, ",\"bytes\":%llu,\"write\":%s,\"components\":[",
-	        (unsigned long long)r->bytes, r->write ? "true" : "false");
+	fprintf(f, ",\"bytes\":%llu,\"write\":%s,\"repeat\":%u,"
+	        "\"components\":[", (unsigned long long)r->bytes,
+	        r->write ? "true" : "false", r->repeat ? r->repeat : 1);
 	for (size_t i = 0; i < r->ncomp; i++) {
 		fputs(i ? ",{\"path\":" : "{\"path\":", f);
 		json_put_string(f, r->comp[i].path);
@@ -205,7 +214,11 @@ int bench_history_append(const struct bench_run *r)
 	for (size_t i = 0; i < r->nfig; i++) {
 		fputs(i ? ",{\"name\":" : "{\"name\":", f);
 		json_put_string(f, r->fig[i].name);
-		fprintf(f, ",\"mibs\":%.2f}", r->fig[i].mibs);
+		fprintf(f, ",\"mibs\":%.2f", r->fig[i].mibs);
+		if (r->repeat > 1)
+			fprintf(f, ",\"min\":%.2f,\"max\":%.2f", r->fig[i].min,
+			        r->fig[i].max);
+		fputc('}', f);
 	}
 	fputs("]}\n", f);
 	if (fclose(f) != 0)

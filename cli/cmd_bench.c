@@ -21,7 +21,11 @@
  * and ratios to one disk (the mean of the components alone); each run is
  * appended to the history and compared with the last run on the same
  * components (bench_history.c): exit 3 when a figure fell by more than
- * --threshold.
+ * --threshold.  --repeat N measures the whole sequence N times, one round
+ * after another (so a slow spell of the machine touches every figure
+ * alike), and records each figure's median with its min and max: on a
+ * busy machine one measure can fall by more than the threshold on its
+ * own, a median of three seldom does.
  *
  * --write destroys data, so it runs only on components with no blkmirror
  * label and no signature libblkid knows (label's checks, probe.c), after
@@ -425,12 +429,44 @@ static int confirm_write(struct component *c, size_t n, bool yes)
 
 /* ---- the table ---- */
 
-static void print_row(const char *name, double mibs, double one)
+static void print_row(const struct bench_figure *f, unsigned repeat,
+                      double one)
 {
+	char spread[48] = "";
+
+	if (repeat > 1)
+		snprintf(spread, sizeof(spread), "  %7.1f-%-7.1f", f->min, f->max);
 	if (one > 0)
-		printf("  %-34s %9.1f  %6.2f\n", name, mibs, mibs / one);
+		printf("  %-34s %9.1f%s  %6.2f\n", f->name, f->mibs, spread,
+		       f->mibs / one);
 	else
-		printf("  %-34s %9.1f  %6s\n", name, mibs, "-");
+		printf("  %-34s %9.1f%s  %6s\n", f->name, f->mibs, spread, "-");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* r's figures: each one's median over the rounds, with its min and max;
+ * 0 or the exit status. */
+static int combine_rounds(const struct bench_run *rounds, unsigned k,
+                          struct bench_run *r)
+{
+	for (size_t i = 0; i < rounds[0].nfig; i++) {
+		const char *name = rounds[0].fig[i].name;
+		double v[BENCH_MAX_REPEAT];
+		for (unsigned j = 0; j < k; j++)
+			v[j] = bench_run_figure(&rounds[j], name);
+		qsort(v, k, sizeof(v[0]), cmp_double);
+		double med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+		if (!bench_run_add(r, name, med))
+			return cli_fail("out of memory");
+		r->fig[r->nfig - 1].min = v[0];
+		r->fig[r->nfig - 1].max = v[k - 1];
+	}
+	return 0;
 }
 
 static void utc_now(char *buf, size_t len)
@@ -579,13 +615,18 @@ static void print_table(const struct bench_run *r, const struct component *c,
 	       "the mirror: %llu MiB in 128 KiB reads, one at a time (dd "
 	       "bs=128k)\n", (unsigned long long)(c[0].bytes >> 20),
 	       (unsigned long long)(mbytes >> 20));
-	printf("  %-34s %9s  %6s\n", "", "MiB/s", "x one");
+	if (r->repeat > 1)
+		printf("  %-34s %9s  %15s  %6s\n", "", "MiB/s", "min-max", "x one");
+	else
+		printf("  %-34s %9s  %6s\n", "", "MiB/s", "x one");
 	for (size_t i = 0; i < r->nfig; i++) {
 		bool is_write = strncmp(r->fig[i].name, "write", 5) == 0 ||
 		                strcmp(r->fig[i].name, "mirror write") == 0;
-		print_row(r->fig[i].name, r->fig[i].mibs,
-		          is_write ? one_write : one_read);
+		print_row(&r->fig[i], r->repeat, is_write ? one_write : one_read);
 	}
+	if (r->repeat > 1)
+		printf("MiB/s: the median of %u rounds (min-max over them)\n",
+		       r->repeat);
 	printf("x one: ratio to one component alone (the mean of the "
 	       "components' %s)\n", nw ? "reads, or writes" : "reads");
 }
@@ -599,16 +640,19 @@ int cmd_bench(int argc, char **argv)
 		{"threshold", required_argument, NULL, 't'},
 		{"history", no_argument, NULL, 'H'},
 		{"svg", required_argument, NULL, 'g'},
+		{"repeat", required_argument, NULL, 'r'},
 		{NULL, 0, NULL, 0},
 	};
 	struct component c[BM_MAX_COMPONENTS];
 	struct progress pg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct bench_run r = {0};
+	struct bench_run *rounds = NULL;
 	bool write = false, yes = false, history = false;
+	unsigned repeat = 1;
 	uint64_t limit = DEFAULT_BYTES, mbytes = UINT64_MAX, total;
 	double threshold = 10;
 	const char *svg = NULL;
-	bool size_given = false, threshold_given = false;
+	bool size_given = false, threshold_given = false, repeat_given = false;
 	int opt, status, rc;
 	size_t n;
 
@@ -631,16 +675,28 @@ int cmd_bench(int argc, char **argv)
 				return rc;
 			threshold_given = true;
 			break;
+		case 'r': {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    v < 1 || v > BENCH_MAX_REPEAT)
+				return cli_usage("--repeat '%s' is not a count from 1 to "
+				                 "%d", optarg, BENCH_MAX_REPEAT);
+			repeat = (unsigned)v;
+			repeat_given = true;
+			break;
+		}
 		default:
 			return status;
 		}
 	}
 	n = (size_t)(argc - optind);
 	if (history) {
-		if (write || yes || size_given || threshold_given)
+		if (write || yes || size_given || threshold_given || repeat_given)
 			return cli_usage("--history only prints what was recorded: "
-			                 "it takes no --write, --yes, --size or "
-			                 "--threshold");
+			                 "it takes no --write, --yes, --size, "
+			                 "--threshold or --repeat");
 		if (n > BM_MAX_COMPONENTS)
 			return cli_usage("bench takes 1 to %d components",
 			                 BM_MAX_COMPONENTS);
@@ -712,6 +768,7 @@ int cmd_bench(int argc, char **argv)
 		r.kernel = strdup(uname(&u) == 0 ? u.release : "unknown");
 		r.bytes = c[0].bytes;
 		r.write = write;
+		r.repeat = repeat;
 		r.ncomp = n;
 		for (size_t i = 0; i < n; i++) {
 			r.comp[i].path = strdup(c[i].path);
@@ -730,9 +787,18 @@ int cmd_bench(int argc, char **argv)
 	total = 5 * mbytes + (write ? mbytes : 0);
 	for (size_t i = 0; i < n; i++)
 		total += c[i].bytes * ((n > 1 ? 2 : 1) + (write ? 1 : 0));
-	pg.total = total;
+	pg.total = total * repeat;
 	pg.on = isatty(STDERR_FILENO);
-	rc = measure(c, n, mbytes, write, &pg, &r);
+	if (repeat == 1) {
+		rc = measure(c, n, mbytes, write, &pg, &r);
+	} else {
+		rounds = calloc(repeat, sizeof(*rounds));
+		rc = rounds ? 0 : cli_fail("out of memory");
+		for (unsigned k = 0; k < repeat && !rc; k++)
+			rc = measure(c, n, mbytes, write, &pg, &rounds[k]);
+		if (!rc)
+			rc = combine_rounds(rounds, repeat, &r);
+	}
 	progress_end(&pg);
 	if (rc)
 		goto out;
@@ -776,6 +842,10 @@ int cmd_bench(int argc, char **argv)
 		rc = fell ? BENCH_EXIT_REGRESSION : EXIT_OK;
 	}
 out:
+	if (rounds)
+		for (unsigned k = 0; k < repeat; k++)
+			bench_run_free(&rounds[k]);
+	free(rounds);
 	bench_run_free(&r);
 	close_components(c, n);
 	return rc;

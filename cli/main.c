@@ -37,7 +37,7 @@ static const struct verb {
 	{"remove", cmd_remove, "remove NAME COMPONENT..."},
 	{"destroy", cmd_destroy, "destroy [-f] NAME"},
 	{"version", cmd_version, "version"},
-	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
+	{"bench", cmd_bench, "bench [--write [--yes]] [--size SIZE] [--repeat N] [--threshold PCT] COMPONENT... | bench --history [--svg FILE] [COMPONENT...]"},
 	{"attach", cmd_attach, "attach [--device PATH] NAME"},
 	{"detach", cmd_detach, "detach NAME|DEVICE"},
 	{"check", cmd_check, "check NAME"},
