@@ -69,10 +69,17 @@ int bench_history_load(struct bench_run **runs, size_t *n, size_t *skipped);
 void bench_history_free(struct bench_run *runs, size_t n);
 /* Appends r as one line; 0 or -errno. */
 int bench_history_append(const struct bench_run *r);
+/* Runs a new one is compared with: the last ones on the same components
+ * and size, at most this many.  Each figure is compared with its median
+ * over them, so one odd run does not set the bar, and a fall that stays
+ * is flagged until most of them have it (3 runs after 5 before it). */
+#define BENCH_BASELINE_RUNS 5
 /* Prints to out each figure of cur that fell by more than threshold_pct
- * since prev, and what changed; returns how many fell. */
-int bench_compare(const struct bench_run *prev, const struct bench_run *cur,
-                  double threshold_pct, FILE *out);
+ * below its median over prev[0..nprev) (the newest first), and what
+ * changed since the oldest of them; returns how many fell. */
+int bench_compare(const struct bench_run *const *prev, size_t nprev,
+                  const struct bench_run *cur, double threshold_pct,
+                  FILE *out);
 /* --history: the runs (of these components when n > 0) as a table, and
  * as a chart into svg_path when not NULL; the exit status. */
 int bench_history_show(char *const *paths, size_t n, const char *svg_path);

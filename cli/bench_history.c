@@ -1,13 +1,17 @@
 /*
  * The bench history: STATE_DIR/bench-history.jsonl, one JSON object a run
  * (time, blkmirror version, kernel, bytes read of each, components with
- * size and model, the figures in MiB/s), appended and never rewritten.  A
- * run is compared with the last one on the same components (the same paths
- * and sizes, in the same order) that read as much (--size): a figure that
- * fell by more than the threshold is named, with how much and what changed
- * between the two runs (version, kernel, a component's model), which is
- * the question the second field report needed a hand-run dd to answer.  --history prints the runs as a table
- * (and a chart: bench_svg.c).
+ * size and model, the figures in MiB/s; with --repeat, each figure's
+ * median and its min and max), appended and never rewritten.  A run is
+ * compared with the last ones (up to BENCH_BASELINE_RUNS) on the same
+ * components (the same paths and sizes, in the same order) that read as
+ * much (--size): a figure that fell by more than the threshold below its
+ * median over them is named, with how much and what changed since the
+ * oldest of them (version, kernel, a component's model), which is the
+ * question the second field report needed a hand-run dd to answer.  The
+ * median keeps one odd run from setting the bar, and a fall that stays is
+ * flagged again until most of those runs have it.  --history prints the
+ * runs as a table (and a chart: bench_svg.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -270,27 +274,61 @@ static int figure_component(const struct bench_run *r, const char *name)
 	return -1;
 }
 
-int bench_compare(const struct bench_run *prev, const struct bench_run *cur,
-                  double threshold_pct, FILE *out)
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of a figure over the runs that have it; *k: how many. */
+static double baseline(const struct bench_run *const *prev, size_t nprev,
+                       const char *name, size_t *k)
+{
+	double v[BENCH_BASELINE_RUNS];
+
+	*k = 0;
+	for (size_t j = 0; j < nprev && *k < BENCH_BASELINE_RUNS; j++) {
+		double x = bench_run_figure(prev[j], name);
+		if (x > 0)
+			v[(*k)++] = x;
+	}
+	if (!*k)
+		return -1;
+	qsort(v, *k, sizeof(v[0]), cmp_double);
+	return *k % 2 ? v[*k / 2] : (v[*k / 2 - 1] + v[*k / 2]) / 2;
+}
+
+int bench_compare(const struct bench_run *const *prev, size_t nprev,
+                  const struct bench_run *cur, double threshold_pct,
+                  FILE *out)
 {
 	char when[32], changed[2048];
 	int fell = 0;
 
-	short_time(prev->time, when, sizeof(when));
-	what_changed(prev, cur, changed, sizeof(changed));
+	if (nprev == 0)
+		return 0;
+	if (nprev > BENCH_BASELINE_RUNS)
+		nprev = BENCH_BASELINE_RUNS;
+	const struct bench_run *oldest = prev[nprev - 1];
+	short_time(oldest->time, when, sizeof(when));
+	what_changed(oldest, cur, changed, sizeof(changed));
 	for (size_t i = 0; i < cur->nfig; i++) {
-		double before = bench_run_figure(prev, cur->fig[i].name);
+		size_t k;
+		double before = baseline(prev, nprev, cur->fig[i].name, &k);
 		double now = cur->fig[i].mibs;
+		char of[64] = "";
 		if (before <= 0 || now >= before * (1 - threshold_pct / 100))
 			continue;
+		if (k > 1)
+			snprintf(of, sizeof(of), ": the median of the last %zu runs", k);
 		int c = figure_component(cur, cur->fig[i].name);
 		char who[4200] = "";
 		if (c >= 0)
 			snprintf(who, sizeof(who), " (%c is %s)", bench_letter((size_t)c),
 			         cur->comp[c].path);
-		fprintf(out, "REGRESSION: %s fell %.0f%% (%.0f -> %.0f MiB/s) "
+		fprintf(out, "REGRESSION: %s fell %.0f%% (%.0f%s -> %.0f MiB/s) "
 		        "since %s%s%s\n", cur->fig[i].name,
-		        (before - now) * 100 / before, before, now, when, who,
+		        (before - now) * 100 / before, before, of, now, when, who,
 		        changed);
 		fell++;
 	}

@@ -19,9 +19,9 @@
  * (the file backend falls back to buffered I/O where it does not); no cache
  * is dropped, so nothing else on the machine is disturbed.  Figures are MiB/s
  * and ratios to one disk (the mean of the components alone); each run is
- * appended to the history and compared with the last run on the same
- * components (bench_history.c): exit 3 when a figure fell by more than
- * --threshold.  --repeat N measures the whole sequence N times, one round
+ * appended to the history and compared with the last runs on the same
+ * components (bench_history.c: each figure with its median over up to 5):
+ * exit 3 when a figure fell by more than --threshold.  --repeat N measures the whole sequence N times, one round
  * after another (so a slow spell of the machine touches every figure
  * alike), and records each figure's median with its min and max: on a
  * busy machine one measure can fall by more than the threshold on its
@@ -804,11 +804,12 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	print_table(&r, c, n, mbytes);
 
-	/* the history: the last run on these components, then this one */
+	/* the history: the last runs on these components, then this one */
 	{
 		struct bench_run *runs;
 		size_t nruns, skipped;
-		const struct bench_run *prev = NULL;
+		const struct bench_run *prev[BENCH_BASELINE_RUNS];
+		size_t nprev = 0;
 		char file[4096];
 		int fell = 0, err;
 
@@ -817,27 +818,31 @@ int cmd_bench(int argc, char **argv)
 			rc = EXIT_ERROR;
 			goto out;
 		}
-		for (size_t i = nruns; i-- > 0;)
+		for (size_t i = nruns; i-- > 0 && nprev < BENCH_BASELINE_RUNS;)
 			if (bench_run_same_components(&runs[i], &r) &&
-			    runs[i].bytes == r.bytes) {
-				prev = &runs[i];
-				break;
-			}
-		if (prev)
-			fell = bench_compare(prev, &r, threshold, stdout);
+			    runs[i].bytes == r.bytes)
+				prev[nprev++] = &runs[i];
+		if (nprev)
+			fell = bench_compare(prev, nprev, &r, threshold, stdout);
 		err = bench_history_append(&r);
 		if (err < 0)
 			fprintf(stderr, "blkmirror: cannot record this run in %s: "
 			        "%s (BLKMIRROR_STATE_DIR chooses another directory)\n",
 			        file, strerror(-err));
-		if (!prev)
+		if (!nprev)
 			printf("first run on these components (with --size %llu "
 			       "MiB); recorded in %s\n",
 			       (unsigned long long)(r.bytes >> 20), file);
-		else if (!fell)
+		else if (!fell && nprev == 1)
 			printf("no figure fell by more than %g%% since the last run "
 			       "on these components (%.10s %.5s)\n", threshold,
-			       prev->time, prev->time + 11);
+			       prev[0]->time, prev[0]->time + 11);
+		else if (!fell)
+			printf("no figure fell by more than %g%% below its median "
+			       "over the last %zu runs on these components (%.10s "
+			       "%.5s to %.10s %.5s)\n", threshold, nprev,
+			       prev[nprev - 1]->time, prev[nprev - 1]->time + 11,
+			       prev[0]->time, prev[0]->time + 11);
 		bench_history_free(runs, nruns);
 		rc = fell ? BENCH_EXIT_REGRESSION : EXIT_OK;
 	}
