@@ -5,12 +5,7 @@
 # records one measure and no spread; bad counts are usage errors, and
 # --history takes no --repeat.
 . "$(dirname "$0")/lib.sh"
-disk d0 32M
-disk d1 32M
-u0=$(disk_uri d0) u1=$(disk_uri d1)
-for u in "$u0" "$u1"; do
-  head -c $((4 * MIB)) /dev/urandom | nbdcopy - "$u" || fail "cannot fill $u"
-done
+filled_pair 32M $((4 * MIB))
 H=$BLKMIRROR_STATE_DIR/bench-history.jsonl
 
 out=$(bm bench --size 4M --repeat 3 "$u0" "$u1" 2>&1) || fail "bench --repeat 3 exited $?: $out"

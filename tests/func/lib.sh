@@ -212,6 +212,26 @@ disk() {
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
 disk_uri() { echo "nbd+unix:///?socket=$T/$1.disk.sock"; }
+# filled_pair SIZE FILL: memory disks d0 and d1 of SIZE, their first FILL
+# bytes random (a never-written memory disk is all holes, which reads
+# faster than data); their URIs in u0 and u1 (for bench).
+filled_pair() {
+  disk d0 "$1"
+  disk d1 "$1"
+  u0=$(disk_uri d0) u1=$(disk_uri d1)
+  for u in "$u0" "$u1"; do
+    head -c "$2" /dev/urandom | nbdcopy - "$u" || fail "cannot fill $u"
+  done
+}
+# bench_fell SIZE FIGURE: `bench --size SIZE $u0 $u1` must exit 3 (a
+# figure fell) and name FIGURE; its output in $out, FIGURE's line in $line.
+bench_fell() {
+  local rc=0
+  out=$(bm bench --size "$1" "$u0" "$u1" 2>&1) || rc=$?
+  echo "$out"
+  [ $rc -eq 3 ] || fail "bench exited $rc, want 3 (a figure fell)"
+  line=$(grep "^REGRESSION: $2" <<<"$out") || fail "'$2' is not named as fallen"
+}
 # emudisk NAME param=value...: bench's emulated disk (build/diskemu.so:
 # one head, a fixed rate, requests served one after another) on
 # $(disk_uri NAME); skips the test when it is not built.
