@@ -4,7 +4,7 @@
  * history that says when a figure fell.  Split by concern:
  *   cmd_bench.c      the verb: checks, measurements, the table
  *   bench_history.c  the history file (one JSON line a run), comparison
- *                    with the last run on the same components, --history
+ *                    with the last runs on the same components, --history
  *   bench_svg.c      the --svg chart of the history
  *   bench_json.c     a small JSON reader and string writer for the file
  */
@@ -69,14 +69,15 @@ int bench_history_load(struct bench_run **runs, size_t *n, size_t *skipped);
 void bench_history_free(struct bench_run *runs, size_t n);
 /* Appends r as one line; 0 or -errno. */
 int bench_history_append(const struct bench_run *r);
-/* Runs a new one is compared with: the last ones on the same components
- * and size, at most this many.  Each figure is compared with its median
- * over them, so one odd run does not set the bar, and a fall that stays
- * is flagged until most of them have it (3 runs after 5 before it). */
+/* A figure of a new run is compared with its median over the last runs
+ * on the same components and size that have it, at most this many: one
+ * odd run does not set the bar, and a fall that stays is flagged until
+ * most of them have it (3 runs after 5 before it). */
 #define BENCH_BASELINE_RUNS 5
 /* Prints to out each figure of cur that fell by more than threshold_pct
- * below its median over prev[0..nprev) (the newest first), and what
- * changed since the oldest of them; returns how many fell. */
+ * below its median over the newest runs of prev[0..nprev) (the newest
+ * first) that have it, and what changed since the oldest of those; names
+ * the figures no run of prev has; returns how many fell. */
 int bench_compare(const struct bench_run *const *prev, size_t nprev,
                   const struct bench_run *cur, double threshold_pct,
                   FILE *out);

@@ -20,6 +20,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "median.h"
 
 #define HISTORY_FILE "bench-history.jsonl"
 
@@ -102,7 +103,9 @@ static bool run_from_json(const struct json *j, struct bench_run *r)
 	r->kernel = dup_or_empty(json_str(j, "kernel"));
 	r->bytes = json_num(j, "bytes") > 0 ? (uint64_t)json_num(j, "bytes") : 0;
 	r->write = wr && wr->type == JSON_BOOL && wr->boolean;
-	r->repeat = json_num(j, "repeat") >= 1 ? (unsigned)json_num(j, "repeat") : 1;
+	double rep = json_num(j, "repeat"); /* (whole, 1 to the most) */
+	r->repeat = rep >= 1 && rep <= BENCH_MAX_REPEAT && rep == (unsigned)rep
+	                    ? (unsigned)rep : 1;
 	for (size_t i = 0; i < comps->n; i++) {
 		const struct json *c = &comps->items[i];
 		if (!*json_str(c, "path") || json_num(c, "size") < 0)
@@ -274,69 +277,73 @@ static int figure_component(const struct bench_run *r, const char *name)
 	return -1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* The median of a figure over the runs that have it; *k: how many. */
+/* The median of a figure over the newest runs among prev[0..nprev) that
+ * have it, BENCH_BASELINE_RUNS at most; *k: how many, *oldest: the
+ * oldest of them (NULL and -1 when none has it). */
 static double baseline(const struct bench_run *const *prev, size_t nprev,
-                       const char *name, size_t *k)
+                       const char *name, size_t *k,
+                       const struct bench_run **oldest)
 {
 	double v[BENCH_BASELINE_RUNS];
 
 	*k = 0;
+	*oldest = NULL;
 	for (size_t j = 0; j < nprev && *k < BENCH_BASELINE_RUNS; j++) {
 		double x = bench_run_figure(prev[j], name);
-		if (x > 0)
+		if (x > 0) {
 			v[(*k)++] = x;
+			*oldest = prev[j];
+		}
 	}
-	if (!*k)
-		return -1;
-	qsort(v, *k, sizeof(v[0]), cmp_double);
-	return *k % 2 ? v[*k / 2] : (v[*k / 2 - 1] + v[*k / 2]) / 2;
+	return *k ? bm_median(v, *k) : -1;
 }
 
 int bench_compare(const struct bench_run *const *prev, size_t nprev,
                   const struct bench_run *cur, double threshold_pct,
                   FILE *out)
 {
-	char when[32], changed[2048];
-	int fell = 0;
+	char when[32] = "", changed[2048] = "", missing[1024] = "";
+	size_t nmissing = 0;
+	int fell = 0, unexplained = 0;
 
-	if (nprev == 0)
-		return 0;
-	if (nprev > BENCH_BASELINE_RUNS)
-		nprev = BENCH_BASELINE_RUNS;
-	const struct bench_run *oldest = prev[nprev - 1];
-	short_time(oldest->time, when, sizeof(when));
-	what_changed(oldest, cur, changed, sizeof(changed));
 	for (size_t i = 0; i < cur->nfig; i++) {
 		size_t k;
-		double before = baseline(prev, nprev, cur->fig[i].name, &k);
+		const struct bench_run *oldest;
+		const char *name = cur->fig[i].name;
+		double before = baseline(prev, nprev, name, &k, &oldest);
 		double now = cur->fig[i].mibs;
 		char of[64] = "";
-		if (before <= 0 || now >= before * (1 - threshold_pct / 100))
+		if (!oldest) {
+			size_t len = strlen(missing);
+			snprintf(missing + len, sizeof(missing) - len, "%s%s",
+			         nmissing++ ? ", " : "", name);
+			continue;
+		}
+		if (now >= before * (1 - threshold_pct / 100))
 			continue;
 		if (k > 1)
-			snprintf(of, sizeof(of), ": the median of the last %zu runs", k);
-		int c = figure_component(cur, cur->fig[i].name);
+			snprintf(of, sizeof(of), ": the median of %zu runs", k);
+		short_time(oldest->time, when, sizeof(when));
+		what_changed(oldest, cur, changed, sizeof(changed));
+		int c = figure_component(cur, name);
 		char who[4200] = "";
 		if (c >= 0)
 			snprintf(who, sizeof(who), " (%c is %s)", bench_letter((size_t)c),
 			         cur->comp[c].path);
 		fprintf(out, "REGRESSION: %s fell %.0f%% (%.0f%s -> %.0f MiB/s) "
-		        "since %s%s%s\n", cur->fig[i].name,
-		        (before - now) * 100 / before, before, of, now, when, who,
-		        changed);
+		        "since %s%s%s\n", name, (before - now) * 100 / before,
+		        before, of, now, when, who, changed);
 		fell++;
+		unexplained += !changed[0];
 	}
-	if (fell && !changed[0])
+	if (fell && unexplained == fell)
 		fprintf(out, "Nothing recorded changed since %s (blkmirror %s, "
 		        "kernel %s, the same disk models): look at the disks "
 		        "themselves (health, firmware, cabling, other load)\n",
 		        when, cur->version, cur->kernel);
+	if (nmissing)
+		fprintf(out, "not compared (no earlier run on these components "
+		        "has it): %s\n", missing);
 	return fell;
 }
 

@@ -52,6 +52,7 @@
 #include "bench.h"
 #include "benchmirror.h"
 #include "cli.h"
+#include "median.h"
 #include "probe.h"
 
 #include "version.h" /* BM_VERSION, made by the Makefile */
@@ -443,28 +444,27 @@ static void print_row(const struct bench_figure *f, unsigned repeat,
 		printf("  %-34s %9.1f%s  %6s\n", f->name, f->mibs, spread, "-");
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* r's figures: each one's median over the rounds, with its min and max;
- * 0 or the exit status. */
+/* r's figures: each one's median over the rounds that measured it, with
+ * its min and max; 0 or the exit status. */
 static int combine_rounds(const struct bench_run *rounds, unsigned k,
                           struct bench_run *r)
 {
 	for (size_t i = 0; i < rounds[0].nfig; i++) {
 		const char *name = rounds[0].fig[i].name;
 		double v[BENCH_MAX_REPEAT];
-		for (unsigned j = 0; j < k; j++)
-			v[j] = bench_run_figure(&rounds[j], name);
-		qsort(v, k, sizeof(v[0]), cmp_double);
-		double med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+		size_t nv = 0;
+		for (unsigned j = 0; j < k; j++) {
+			double x = bench_run_figure(&rounds[j], name);
+			if (x >= 0)
+				v[nv++] = x;
+		}
+		if (!nv)
+			continue;
+		double med = bm_median(v, nv);
 		if (!bench_run_add(r, name, med))
 			return cli_fail("out of memory");
 		r->fig[r->nfig - 1].min = v[0];
-		r->fig[r->nfig - 1].max = v[k - 1];
+		r->fig[r->nfig - 1].max = v[nv - 1];
 	}
 	return 0;
 }
@@ -488,6 +488,15 @@ static int parse_threshold(const char *s, double *out)
 		return cli_usage("--threshold '%s' is not a percentage above 0 "
 		                 "and below 100", s);
 	return 0;
+}
+
+/* bench_run_add, saying why when it cannot. */
+static bool add_figure(struct bench_run *r, const char *name, double mibs)
+{
+	if (bench_run_add(r, name, mibs))
+		return true;
+	cli_fail("out of memory");
+	return false;
 }
 
 /* Every measurement of one run, into r; 0 or the exit status. */
@@ -516,7 +525,8 @@ static int measure(struct component *c, size_t n, uint64_t mbytes,
 		if (backend_sequential(c[i].be, BM_BOP_READ, c[i].bytes,
 		                       ALONE_REQUEST, buf, pg, &v) < 0)
 			goto out;
-		bench_run_add(r, name, v);
+		if (!add_figure(r, name, v))
+			goto out;
 	}
 	if (n > 1) {
 		size_t started = 0;
@@ -542,7 +552,8 @@ static int measure(struct component *c, size_t n, uint64_t mbytes,
 			free(pr[i].buf);
 		if (failed)
 			goto out;
-		bench_run_add(r, "read all in parallel (sum)", sum);
+		if (!add_figure(r, "read all in parallel (sum)", sum))
+			goto out;
 	}
 	for (size_t i = 0; i < n; i++)
 		be[i] = c[i].be;
@@ -562,7 +573,8 @@ static int measure(struct component *c, size_t n, uint64_t mbytes,
 		if (mirror_sequential(m, BM_IO_READ, mbytes, MIRROR_REQUEST, buf,
 		                      pg, name, &v) < 0)
 			goto out;
-		bench_run_add(r, name, v);
+		if (!add_figure(r, name, v))
+			goto out;
 	}
 	if (write) {
 		fill_pattern(buf, ALONE_REQUEST);
@@ -572,13 +584,15 @@ static int measure(struct component *c, size_t n, uint64_t mbytes,
 			if (backend_sequential(c[i].be, BM_BOP_WRITE, c[i].bytes,
 			                       WRITE_REQUEST, buf, pg, &v) < 0)
 				goto out;
-			bench_run_add(r, name, v);
+			if (!add_figure(r, name, v))
+				goto out;
 		}
 		progress_step(pg, "mirror write");
 		if (mirror_sequential(m, BM_IO_WRITE, mbytes, WRITE_REQUEST, buf,
 		                      pg, "mirror write", &v) < 0)
 			goto out;
-		bench_run_add(r, "mirror write", v);
+		if (!add_figure(r, "mirror write", v))
+			goto out;
 	}
 	rc = EXIT_OK;
 out:
@@ -808,8 +822,8 @@ int cmd_bench(int argc, char **argv)
 	{
 		struct bench_run *runs;
 		size_t nruns, skipped;
-		const struct bench_run *prev[BENCH_BASELINE_RUNS];
-		size_t nprev = 0;
+		const struct bench_run **prev = NULL;
+		size_t nprev = 0, nshown;
 		char file[4096];
 		int fell = 0, err;
 
@@ -818,10 +832,18 @@ int cmd_bench(int argc, char **argv)
 			rc = EXIT_ERROR;
 			goto out;
 		}
-		for (size_t i = nruns; i-- > 0 && nprev < BENCH_BASELINE_RUNS;)
+		/* every run on these components, the newest first (a figure
+		 * takes its baseline from the newest that have it) */
+		if (nruns && !(prev = calloc(nruns, sizeof(*prev)))) {
+			bench_history_free(runs, nruns);
+			rc = cli_fail("out of memory");
+			goto out;
+		}
+		for (size_t i = nruns; i-- > 0;)
 			if (bench_run_same_components(&runs[i], &r) &&
 			    runs[i].bytes == r.bytes)
 				prev[nprev++] = &runs[i];
+		nshown = nprev < BENCH_BASELINE_RUNS ? nprev : BENCH_BASELINE_RUNS;
 		if (nprev)
 			fell = bench_compare(prev, nprev, &r, threshold, stdout);
 		err = bench_history_append(&r);
@@ -840,9 +862,10 @@ int cmd_bench(int argc, char **argv)
 		else if (!fell)
 			printf("no figure fell by more than %g%% below its median "
 			       "over the last %zu runs on these components (%.10s "
-			       "%.5s to %.10s %.5s)\n", threshold, nprev,
-			       prev[nprev - 1]->time, prev[nprev - 1]->time + 11,
+			       "%.5s to %.10s %.5s)\n", threshold, nshown,
+			       prev[nshown - 1]->time, prev[nshown - 1]->time + 11,
 			       prev[0]->time, prev[0]->time + 11);
+		free(prev);
 		bench_history_free(runs, nruns);
 		rc = fell ? BENCH_EXIT_REGRESSION : EXIT_OK;
 	}

@@ -136,6 +136,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
 #include "mirror.h"
 #include "readahead.h"
 
@@ -1044,12 +1045,6 @@ static bool doubling_pays(uint32_t len, double pos_ns, double npb)
 	return x > 0 && 2 * (1 + x) / (2 + x) >= RA_DOUBLING_GAIN;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Learns from chunk c, landed whole at t_done (lock held): the
  * component's service time per byte (it feeds the assignment, pick_slot,
  * and the lateness estimate, steal_late), and its chunk size.  A chunk's
@@ -1102,8 +1097,8 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 	double pos[BM_RA_POS_SAMPLES], tx[BM_RA_POS_SAMPLES];
 	memcpy(pos, rc->pos_ns, sizeof(pos));
 	memcpy(tx, rc->xfer_npb, sizeof(tx));
-	qsort(pos, BM_RA_POS_SAMPLES, sizeof(pos[0]), cmp_double);
-	qsort(tx, BM_RA_POS_SAMPLES, sizeof(tx[0]), cmp_double);
+	bm_sort_doubles(pos, BM_RA_POS_SAMPLES);
+	bm_sort_doubles(tx, BM_RA_POS_SAMPLES);
 	double q1 = pos[BM_RA_POS_SAMPLES / 4],
 	       q3 = pos[BM_RA_POS_SAMPLES - 1 - BM_RA_POS_SAMPLES / 4],
 	       xfer_med = tx[BM_RA_POS_SAMPLES / 2];
