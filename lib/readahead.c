@@ -1067,8 +1067,9 @@ static bool doubling_pays(uint32_t len, double pos_ns, double npb)
  * memory bound (chunk_bound).  Not measured: a short tail chunk, one of
  * another size, a twin, one that found its disk idle (the disk's own
  * read-ahead may have served part of it), one that continued its
- * component's previous chunk (no positioning), one whose pieces landed
- * out of order. */
+ * component's previous chunk (no positioning), one marked unmeasured (a
+ * piece of its component landed out of the order they were sent in, or
+ * its first piece found the component's queue empty). */
 static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
                   uint64_t t_done)
 {

@@ -245,6 +245,16 @@ emudisk() {
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
+# stream_mirror MIRROR DISK0 DISK1 PARAM...: emulated disks DISK0 and
+# DISK1 (emudisk PARAM...) labelled as MIRROR, served, balance `stream`.
+stream_mirror() {
+  local m=$1 d0=$2 d1=$3; shift 3
+  emudisk "$d0" "$@"
+  emudisk "$d1" "$@"
+  bm label -n "$m" "$(disk_uri "$d0")" "$(disk_uri "$d1")"
+  serve "$m"
+  bm configure -b stream "$m"
+}
 # filedisk NAME IMAGE: nbdkit serving the file IMAGE on $(disk_uri NAME);
 # call it again to bring the disk back after disk_kill NAME
 filedisk() {

@@ -54,12 +54,9 @@ check_decisions() {
 }
 
 # Two 100 MiB/s disks with 8 ms seeks that do not announce it.
-for d in e0 e1; do emudisk $d size=160M rate=100 seek=8 rotational=0 fill=3; done
+stream_mirror m0 e0 e1 size=160M rate=100 seek=8 rotational=0 fill=3
 rot=$(nbdinfo --json "$(disk_uri e0)" | jq -r '.exports[0].is_rotational')
 [ "$rot" = false ] || fail "the emulated disk announces itself as rotational ($rot)"
-bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
-serve m0
-bm configure -b stream m0
 # climbed N: component N doubled from its 2 MiB start
 climbed() { has "^ra: comp $1 chunk 2097152: .* double: doubling pays" "$T/m0.log"; }
 for _ in 1 2 3; do
@@ -79,10 +76,7 @@ awk '/^ra: comp [0-9]+ chunk 2097152: positioning/ && $7 + 0 >= 4 { ok = 1 } END
 
 # Two 100 MiB/s disks that do not seek: back at the floor (2 MiB) once
 # measured, whatever the warm-up of a fresh server and disks did.
-for d in f0 f1; do emudisk $d size=160M rate=100 fill=4; done
-bm label -n m1 "$(disk_uri f0)" "$(disk_uri f1)"
-serve m1
-bm configure -b stream m1
+stream_mirror m1 f0 f1 size=160M rate=100 fill=4
 stream m1
 stream m1
 stop m1

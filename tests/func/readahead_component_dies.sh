@@ -6,10 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 need nbdcopy
 MIB=$((1024 * 1024))
-for d in e0 e1; do emudisk $d size=256M rate=80 fill=9; done
-bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
-serve m0
-bm configure -b stream m0
+stream_mirror m0 e0 e1 size=256M rate=80 fill=9
 # one stream, one request in flight (nbdcopy's own defaults read ahead)
 nbdcopy --connections=1 --requests=1 --request-size=131072 "$(uri m0)" "$T/via-mirror" \
   >"$T/reader.log" 2>&1 &

@@ -8,10 +8,7 @@
 need fio
 need nbdcopy
 MIB=$((1024 * 1024))
-for d in e0 e1; do emudisk $d size=256M rate=80 fill=5; done
-bm label -n m0 "$(disk_uri e0)" "$(disk_uri e1)"
-serve m0
-bm configure -b stream m0
+stream_mirror m0 e0 e1 size=256M rate=80 fill=5
 fio --ioengine=nbd --uri="$(uri m0)" --rw=read --bs=128k --iodepth=1 --size=64M \
   --name=s >"$T/fio.log" 2>&1 || { cat "$T/fio.log"; fail "fio failed"; }
 out=$(bm stat --prometheus m0)
