@@ -399,6 +399,30 @@ static bool readable(struct bm_mirror *m, int i)
 
 static uint32_t chunk_size(struct bm_mirror *m, int comp);
 
+/* What the read-ahead learned of a component (its speed, chunk size,
+ * piece length, positioning samples) is of the disk on the connection it
+ * was measured on.  When the component's epoch moves (it reconnected, was
+ * re-added, or a new component took a removed one's slot), it starts
+ * again from what it says it is: a flat disk put where a seeking one was
+ * would otherwise read its predecessor's 8 MiB chunks until its own first
+ * decision, and a slow disk would be given a fast one's share of the
+ * stream.  Chunks still in flight from the old connection land without
+ * teaching anything (learn) (lock held). */
+static void measures_follow_epoch(struct bm_mirror *m)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		struct ra_comp *rc = &m->ra.comp[i];
+		unsigned e = atomic_load(&m->comp[i].epoch);
+		if (rc->measured_epoch == e)
+			continue;
+		rc->measured_epoch = e;
+		rc->ns_per_byte = 0;
+		rc->chunk = 0;
+		rc->piece = 0;
+		rc->npos = 0;
+	}
+}
+
 /* When component i would finish `len` more bytes queued behind `ahead`
  * bytes still to do, from its measured service time per byte; 0 while it
  * has no measure (lock held). */
@@ -1078,8 +1102,8 @@ static void learn(struct bm_mirror *m, int comp, struct ra_chunk *c,
 	                                               : rc->last_done_ns;
 
 	rc->last_done_ns = t_done;
-	if (t_done <= start)
-		return;
+	if (t_done <= start || c->epoch != rc->measured_epoch)
+		return; /* (a chunk of an earlier connection: measures_follow_epoch) */
 	double npb = (double)(t_done - start) / (double)c->len;
 	if (rc->ns_per_byte <= 0)
 		rc->ns_per_byte = npb;
@@ -1239,6 +1263,7 @@ static void piece_done(struct bm_breq *br, int result)
 	bm_stats_account(&comp->stats, BM_STAT_READ, br->length, t - p->t_issue,
 	                 result);
 	pthread_mutex_lock(&ra->lock);
+	measures_follow_epoch(m);
 	struct ra_comp *rc = &ra->comp[comp_index];
 	rc->done_cum += p_len;
 	rc->head_start_ns = t; /* the next one in its queue starts now */
@@ -1453,6 +1478,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	bool is_new, taken = false;
 
 	pthread_mutex_lock(&ra->lock);
+	measures_follow_epoch(m);
 	struct ra_stream *s = find_stream(m, io, &is_new, &fallback);
 	if (!s)
 		goto out;

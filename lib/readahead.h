@@ -68,6 +68,11 @@ struct ra_comp {
 	                          * goes to it for RA_GONE_NS after gone_ns,
 	                          * or until the epoch moves (it reconnected) */
 	uint64_t gone_ns;
+	unsigned measured_epoch; /* the component's epoch its measures above
+	                          * (speed, chunk and piece size) belong to:
+	                          * a reconnected component, or a new one in a
+	                          * reused slot, measures afresh (readahead.c
+	                          * measures_follow_epoch) */
 };
 
 struct bm_readahead {
