@@ -29,7 +29,9 @@
  * that shadows page tables, as this VM's does); they stay mapped until
  * the limit falls (bm_chunkmem_limit) or the mirror closes.
  * bm_chunkmem_warm touches idle buffers ahead of use (readahead.c's
- * tick, before the first stream).  A buffer that must grow when the
+ * tick, before the first stream), through the kernel (touch_by_kernel:
+ * the kernel's first copy into a page we wrote ourselves still costs
+ * ~6 us under this VM's hypervisor).  A buffer that must grow when the
  * limit has no room takes the pages of idle ones (move_pages: mremap, no
  * copy) rather than giving pages to the kernel and touching others.
  * What a page's first touch costs on this VM (2026-12-01, a 32 MiB
@@ -42,10 +44,13 @@
  * chunk (chunks are megabytes).  Under AddressSanitizer an idle buffer is
  * poisoned, so a use after the put is caught.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "chunkmem.h"
 
@@ -275,6 +280,35 @@ void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
 	unmap_list(shed);
 }
 
+/* Makes len bytes at base resident the way the data path will use them:
+ * written by the kernel (a read from /dev/zero), not by us.  Under a
+ * hypervisor that shadows page tables, the kernel's accesses to a user
+ * page go through mappings of their own: a page written from user space
+ * still cost ~6 us at the kernel's first copy into or out of it (a recv
+ * into a chunk, a send from it), against ~0.6 us once the kernel has
+ * written it (2026-12-02, this VM; HACKING "What this VM charges").
+ * Chunk buffers are filled and sent by the kernel only.  Falls back to a
+ * write per page if /dev/zero cannot be read. */
+static void touch_by_kernel(void *base, size_t len)
+{
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	size_t off = 0;
+
+	while (fd >= 0 && off < len) {
+		ssize_t n = read(fd, (char *)base + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* what was not read: one write per page makes it ours */
+	for (off = off / 4096 * 4096; off < len; off += 4096)
+		((volatile char *)base)[off] = 0;
+}
+
 size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 {
 	struct bm_chunkbuf *b;
@@ -298,9 +332,7 @@ size_t bm_chunkmem_warm(struct bm_chunkmem *p, size_t len, uint64_t target)
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
-	/* one write per page makes it ours (the kernel clears it) */
-	for (size_t off = 0; off < len; off += 4096)
-		((volatile char *)b->base)[off] = 0;
+	touch_by_kernel(b->base, len);
 	pthread_mutex_lock(&p->lock);
 	if (p->resident > p->limit) { /* the limit fell meanwhile */
 		p->resident -= len;
