@@ -288,10 +288,11 @@ void bm_chunkmem_put(struct bm_chunkmem *p, struct bm_chunkbuf *b,
  * into a chunk, a send from it), against ~0.6 us once the kernel has
  * written it (2026-12-02, this VM; HACKING "What this VM charges").
  * Chunk buffers are filled and sent by the kernel only.  Falls back to a
- * write per page if /dev/zero cannot be read. */
+ * write per page if /dev/zero cannot be read (O_NONBLOCK: whatever sits
+ * at that path never blocks the event thread). */
 static void touch_by_kernel(void *base, size_t len)
 {
-	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	size_t off = 0;
 
 	while (fd >= 0 && off < len) {

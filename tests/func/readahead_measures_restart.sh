@@ -24,35 +24,40 @@ decided_at() {
 }
 
 stream_mirror m0 e0 e1 size=160M rate=100 seek=8 rotational=0 fill=3
+# chose N MARK: the size component N's last decision before line MARK chose
+chose() {
+  head -n $(($2 - 1)) "$T/m0.log" |
+    sed -n "s/^ra: comp $1 chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p" | tail -n 1
+}
+end_of_log() { echo $(($(wc -l <"$T/m0.log") + 1)); }
 for _ in 1 2 3; do
   stream m0
-  # climbed past 2 MiB: a decision made at 4 MiB or more
-  decided_at 1 1 | awk '$1 > 2097152 { ok = 1 } END { exit !ok }' && break
+  # climbed: its last decision chose more than 2 MiB
+  [ "$(chose 1 "$(end_of_log)")" -gt $((2 * MIB)) ] 2>/dev/null && break
 done
-decided_at 1 1 | awk '$1 > 2097152 { ok = 1 } END { exit !ok }' ||
-  fail "component 1 never climbed past 2 MiB chunks on a seeking disk (3 streams)"
-before=$(decided_at 1 1 | tail -n 1)
-echo "component 1 decided last at $before bytes before its activation"
-
 bm deactivate m0 "$(disk_uri e1)"
-mark=$(($(wc -l <"$T/m0.log") + 1))
 bm activate --wait m0 "$(disk_uri e1)" >/dev/null
 wait_complete m0
+# (no stream since: what the log holds from here on is of the new epoch)
+mark=$(end_of_log)
+before=$(chose 1 "$mark")
+echo "component 1 had chosen $before-byte chunks before its activation"
+[ "${before:-0}" -gt $((2 * MIB)) ] ||
+  fail "component 1 did not climb past 2 MiB chunks on a seeking disk in 3 streams (its last decision chose ${before:-nothing})"
 for _ in 1 2 3; do
   stream m0
-  [ -n "$(decided_at 1 "$mark")" ] && break
+  [ -n "$(decided_at 1 "$mark")" ] && [ -n "$(decided_at 0 "$mark")" ] && break
 done
 stop m0
-first=$(decided_at 1 "$mark" | head -n 1)
+first=$(decided_at 1 "$mark" | sed -n 1p)
 [ -n "$first" ] || fail "component 1 made no chunk-size decision after its activation (3 streams)"
 echo "component 1 decided first at $first bytes after its activation"
 [ "$first" = $((2 * MIB)) ] ||
   fail "component 1 started from $first-byte chunks after its activation, not from 2 MiB (its earlier connection's measures were kept)"
 # component 0 was not touched: its first decision after is made at the
 # size its last one before chose
-chose0=$(head -n $((mark - 1)) "$T/m0.log" |
-  sed -n 's/^ra: comp 0 chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p' | tail -n 1)
-next0=$(decided_at 0 "$mark" | head -n 1)
+chose0=$(chose 0 "$mark")
+next0=$(decided_at 0 "$mark" | sed -n 1p)
 [ -n "$chose0" ] && [ -n "$next0" ] || fail "component 0 made no decision before or after (${chose0:-none}, ${next0:-none})"
 [ "$next0" = "$chose0" ] ||
   fail "component 0 (not deactivated) decided at $next0 after, where its last decision had chosen $chose0"
