@@ -59,6 +59,20 @@ struct serve_state {
 	char phase[1024];
 };
 
+/* How long systemd should give each phase of a stop (EXTEND_TIMEOUT_USEC,
+ * sent with STOPPING=1 and every stop phase; it only ever extends the
+ * unit's TimeoutStopSec, never shortens it).  Each wait of a stop is
+ * bounded by io-timeout (+ 5 s), the patient label and flush waits by 4 x
+ * io-timeout; 8 x io-timeout + 30 s covers any one phase with room to
+ * spare.  So a unit whose TimeoutStopSec was not raised along with
+ * --io-timeout (or with configure --io-timeout, live) is not killed while
+ * it still drains or flushes, which would leave the mirror dirty; a stop
+ * stuck in one phase for longer is killed. */
+static unsigned long long stop_extend_usec(bm_mirror *m)
+{
+	return (8ull * bm_mirror_io_timeout_ms(m) + 30000ull) * 1000ull;
+}
+
 static void set_phase(struct serve_state *st, bool running, const char *fmt,
                       ...) __attribute__((format(printf, 3, 4)));
 static void set_phase(struct serve_state *st, bool running, const char *fmt,
@@ -71,7 +85,11 @@ static void set_phase(struct serve_state *st, bool running, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(st->phase, sizeof(st->phase), fmt, ap);
 	va_end(ap);
-	service_notify("STATUS=%s: %s", st->name, st->phase);
+	if (running || !st->m)
+		service_notify("STATUS=%s: %s", st->name, st->phase);
+	else
+		service_notify("STATUS=%s: %s\nEXTEND_TIMEOUT_USEC=%llu", st->name,
+		               st->phase, stop_extend_usec(st->m));
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -492,7 +510,8 @@ int cmd_serve(int argc, char **argv)
 		break;
 	}
 	fprintf(stderr, "blkmirror: %s: stopping\n", name);
-	service_notify("STOPPING=1");
+	service_notify("STOPPING=1\nEXTEND_TIMEOUT_USEC=%llu",
+	               stop_extend_usec(st.m));
 	bm_mirror_begin_stop(st.m);
 	/* The handler is not inside m or srv once the phase says stopping. */
 	pthread_mutex_lock(&st.lock);

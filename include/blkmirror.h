@@ -216,6 +216,8 @@ int bm_mirror_stats(bm_mirror *m, struct bm_stat_row *rows, int max);
  * long is disconnected (and retried later); 0 never gives up.  Default
  * 30 s.  Also bounds every label write and flush. */
 void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds);
+/* The io-timeout now (configure may change it live), in milliseconds. */
+unsigned bm_mirror_io_timeout_ms(bm_mirror *m);
 
 /* Read errors a component may have (each rewritten from a good copy)
  * before it is failed out.  Default 20. */

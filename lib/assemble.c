@@ -913,6 +913,13 @@ void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds)
 	atomic_store(&m->io_timeout_ms, (int)(seconds * 1000u));
 }
 
+unsigned bm_mirror_io_timeout_ms(bm_mirror *m)
+{
+	int ms = atomic_load(&m->io_timeout_ms);
+
+	return ms > 0 ? (unsigned)ms : 0;
+}
+
 void bm_mirror_set_read_error_limit(bm_mirror *m, unsigned errors)
 {
 	atomic_store(&m->read_error_limit, (int)errors);

@@ -2,18 +2,23 @@
 # READY=1 once the mirror is assembled and its NBD socket accepts
 # connections (the listener connects at that moment and gets the NBD
 # greeting) and its control socket exists; STATUS= lines; STOPPING=1 on
-# SIGTERM, then the stop phases, then a clean exit.  Both a path and an
-# abstract ('@') address work; a NOTIFY_SOCKET nobody listens on is ignored.
+# SIGTERM, then the stop phases, then a clean exit; STOPPING=1 and every
+# stop phase carry EXTEND_TIMEOUT_USEC (8 x io-timeout + 30 s), so a unit
+# whose TimeoutStopSec was not raised with --io-timeout does not kill a
+# stop that still flushes; configure --io-timeout, changed live, counts.
+# Both a path and an abstract ('@') address work; a NOTIFY_SOCKET nobody
+# listens on is ignored.
 . "$(dirname "$0")/lib.sh"
 LISTENER="$(dirname "$0")/../tools/notify_listener.py"
 S=$BLKMIRROR_STATE_DIR
 mkimg 16 a b
 bm label -n m0 "$T/a" "$T/b"
 
-# run_with ADDRESS TAG: serve m0 under a listener at ADDRESS, SIGTERM it
-# once READY=1 came, and check what the listener saw.
+# run_with ADDRESS TAG [IO_TIMEOUT]: serve m0 under a listener at ADDRESS
+# (with configure --io-timeout IO_TIMEOUT once it serves, if given),
+# SIGTERM it once READY=1 came, and check what the listener saw.
 run_with() {
-  local addr=$1 tag=$2 log=$T/notify.$2
+  local addr=$1 tag=$2 io=${3:-30} log=$T/notify.$2
   $PY "$LISTENER" "$addr" "$S/m0.sock" "$S/m0.ctl" "$log" &
   PIDS+=("$!")
   local lpid=$!
@@ -27,6 +32,8 @@ run_with() {
   grep -qx "ctl-exists" "$log" || fail "$tag: READY=1 came before the control socket existed"
   grep -q "^STATUS=serving m0 " "$log" || fail "$tag: no STATUS=serving line: $(cat "$log")"
   grep -q "STOPPING=1" "$log" && fail "$tag: STOPPING=1 before any stop"
+  grep -q "EXTEND_TIMEOUT_USEC" "$log" && fail "$tag: EXTEND_TIMEOUT_USEC before any stop"
+  [ -n "${3:-}" ] && bm configure --io-timeout "$io" m0
   kill -TERM "$spid"
   local rc=0; wait "$spid" || rc=$?
   [ $rc -eq 0 ] || { cat "$T/m0.$tag.log" >&2; fail "$tag: serve exited $rc on SIGTERM"; }
@@ -41,6 +48,15 @@ run_with() {
   [ "$ready" -lt "$stopping" ] && [ "$stopping" -lt "$flushing" ] ||
     fail "$tag: messages out of order: $(cat "$log")"
   [ "$(grep -cx "READY=1" "$log")" -eq 1 ] || fail "$tag: READY=1 sent more than once"
+  # STOPPING=1's datagram and each stop phase's extend the stop timeout
+  local want=$(((8 * io + 30) * 1000000))
+  awk -v want="EXTEND_TIMEOUT_USEC=$want" '
+    /^--$/ { if (stop) { n++; if (!ext) bad = 1 } stop = 0; ext = 0; next }
+    /^STOPPING=1$/ || /^STATUS=m0: (draining|flushing)/ { stop = 1 }
+    $0 == want { ext = 1 }
+    /^EXTEND_TIMEOUT_USEC=/ && $0 != want { wrong = $0 }
+    END { if (wrong) { print "wrong: " wrong; exit 1 } exit bad || n < 3 }' "$log" ||
+    fail "$tag: STOPPING=1 and the stop phases (at least 3 datagrams) do not all say EXTEND_TIMEOUT_USEC=$want: $(cat "$log")"
   kill "$lpid" 2>/dev/null || true
   wait "$lpid" 2>/dev/null || true
   echo "ok: $tag"
@@ -48,6 +64,7 @@ run_with() {
 
 run_with "$T/notify.sock" path
 run_with "@bmtest-notify-$$-$RANDOM" abstract
+run_with "$T/notify60.sock" io60 60
 
 # Nobody listening: serve runs and stops as usual.
 NOTIFY_SOCKET=$T/nobody.sock serve m0
