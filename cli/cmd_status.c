@@ -278,6 +278,12 @@ static void json_mirror(const struct mirror_view *v, bool first)
 		json_str(sock);
 	else
 		printf("null");
+	/* The block device attach made of it, if it still is one. */
+	printf(", \"device\": ");
+	if (attach_device(v->name, sock, sizeof(sock)))
+		json_str(sock);
+	else
+		printf("null");
 	printf(", \"note\": ");
 	if (v->note[0])
 		json_str(v->note);
@@ -423,7 +429,7 @@ static void status_help(void)
 	       "mirror is asked over its control socket;\na stopped one is "
 	       "described from its labels.\n"
 	       "  --json  one object per mirror in a JSON array: name, state, "
-	       "running, pid, socket,\n          note, components (path, state, "
+	       "running, pid, socket,\n          device, note, components (path, state, "
 	       "sync_percent, sync_mib_s, sync_eta_s, reason)\n"
 	       "Exit status: 1 on an error (unknown name, permission denied on "
 	       "a control socket);\nelse 2 if a running mirror is DEGRADED; "

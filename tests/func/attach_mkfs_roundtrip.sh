@@ -37,6 +37,8 @@ dev=$out
   fail "$dev has $(blockdev --getsize64 "$dev") bytes, the mirror $size"
 st=$(bm status m0) || true
 grep -qF "Device: $dev" <<<"$st" || fail "status does not show the device: $st"
+jdev=$(bm status --json m0 | jq -r '.[0].device') || fail "status --json failed"
+[ "$jdev" = "$dev" ] || fail "status --json says device $jdev, attach made $dev"
 
 mkfs.ext4 -q -F "$dev"
 mkdir "$T/mnt"
@@ -54,6 +56,8 @@ bm detach m0 || fail "detach failed"
 nothing_left
 st=$(bm status m0) || true
 ! grep -q "Device:" <<<"$st" || fail "status still shows a device: $st"
+jdev=$(bm status --json m0 | jq -r '.[0].device') || fail "status --json failed"
+[ "$jdev" = null ] || fail "status --json still says device $jdev after detach"
 stop m0
 nothing_left
 left=$(cd "$T/state" && ls | tr '\n' ' ')
