@@ -255,6 +255,11 @@ stream_mirror() {
   serve "$m"
   bm configure -b stream "$m"
 }
+# qd1_stream MIRROR [DEST]: one sequential stream of 128 KiB reads, one in
+# flight, over the whole of MIRROR into DEST (default: nowhere)
+qd1_stream() {
+  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri "$1")" "${2:-null:}"
+}
 # filedisk NAME IMAGE: nbdkit serving the file IMAGE on $(disk_uri NAME);
 # call it again to bring the disk back after disk_kill NAME
 filedisk() {

@@ -16,10 +16,6 @@ need nbdcopy
 export BM_RA_DEBUG=1
 MIB=1048576
 
-# stream NAME: one QD1 stream of 128 KiB reads over the whole mirror
-stream() {
-  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri "$1")" null:
-}
 
 # The decisions in LOG follow the measures they print:
 #   ra: comp N chunk SIZE: positioning MED ms (quartiles Q1 Q3), transfer
@@ -60,7 +56,7 @@ rot=$(nbdinfo --json "$(disk_uri e0)" | jq -r '.exports[0].is_rotational')
 # climbed N: component N doubled from its 2 MiB start
 climbed() { has "^ra: comp $1 chunk 2097152: .* double: doubling pays" "$T/m0.log"; }
 for _ in 1 2 3; do
-  stream m0
+  qd1_stream m0
   climbed 0 && climbed 1 && break
 done
 stop m0
@@ -77,8 +73,8 @@ awk '/^ra: comp [0-9]+ chunk 2097152: positioning/ && $7 + 0 >= 4 { ok = 1 } END
 # Two 100 MiB/s disks that do not seek: back at the floor (2 MiB) once
 # measured, whatever the warm-up of a fresh server and disks did.
 stream_mirror m1 f0 f1 size=160M rate=100 fill=4
-stream m1
-stream m1
+qd1_stream m1
+qd1_stream m1
 stop m1
 check_decisions "$T/m1.log" || fail "a chunk-size decision on flat disks did not follow its measure"
 for c in 0 1; do

@@ -14,9 +14,6 @@ need nbdcopy
 export BM_RA_DEBUG=1
 MIB=1048576
 
-stream() {
-  nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri "$1")" null:
-}
 # the chunk sizes component $1 decided from, in order, in the log from
 # line $2 on
 decided_at() {
@@ -31,7 +28,7 @@ chose() {
 }
 end_of_log() { echo $(($(wc -l <"$T/m0.log") + 1)); }
 for _ in 1 2 3; do
-  stream m0
+  qd1_stream m0
   # climbed: its last decision chose more than 2 MiB
   [ "$(chose 1 "$(end_of_log)")" -gt $((2 * MIB)) ] 2>/dev/null && break
 done
@@ -45,7 +42,7 @@ echo "component 1 had chosen $before-byte chunks before its activation"
 [ "${before:-0}" -gt $((2 * MIB)) ] ||
   fail "component 1 did not climb past 2 MiB chunks on a seeking disk in 3 streams (its last decision chose ${before:-nothing})"
 for _ in 1 2 3; do
-  stream m0
+  qd1_stream m0
   [ -n "$(decided_at 1 "$mark")" ] && [ -n "$(decided_at 0 "$mark")" ] && break
 done
 stop m0
