@@ -53,10 +53,11 @@ static const char serve_usage[] =
 struct serve_state {
 	pthread_mutex_t lock;
 	bool running;
-	bm_mirror *m;
+	bm_mirror *m;                 /* NULL once closed (stop phases after) */
 	struct bm_nbd_server *srv;
 	char name[BM_NAME_MAX + 1];
 	char phase[1024];
+	unsigned long long stop_extend_us; /* the last stop_extend_usec */
 };
 
 /* How long systemd should give each phase of a stop (EXTEND_TIMEOUT_USEC,
@@ -85,11 +86,13 @@ static void set_phase(struct serve_state *st, bool running, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(st->phase, sizeof(st->phase), fmt, ap);
 	va_end(ap);
-	if (running || !st->m)
+	if (!running && st->m)
+		st->stop_extend_us = stop_extend_usec(st->m);
+	if (running || !st->stop_extend_us)
 		service_notify("STATUS=%s: %s", st->name, st->phase);
-	else
+	else /* (after the close: the last one computed) */
 		service_notify("STATUS=%s: %s\nEXTEND_TIMEOUT_USEC=%llu", st->name,
-		               st->phase, stop_extend_usec(st->m));
+		               st->phase, st->stop_extend_us);
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -528,6 +531,9 @@ int cmd_serve(int argc, char **argv)
 	set_phase(&st, false, "flushing the components and marking their "
 	          "labels clean");
 	bm_mirror_close(st.m);
+	pthread_mutex_lock(&st.lock);
+	st.m = NULL; /* freed (or left to the exit): nothing reads it now */
+	pthread_mutex_unlock(&st.lock);
 	set_phase(&st, false, "exiting");
 	control_stop(ctl);
 	state_lock_note(lock_fd, "stopped cleanly");
