@@ -27,20 +27,21 @@ chose() {
     sed -n "s/^ra: comp $1 chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p" | tail -n 1
 }
 end_of_log() { echo $(($(wc -l <"$T/m0.log") + 1)); }
-for _ in 1 2 3; do
+# climbed N: component N's last decision chose more than 2 MiB
+climbed() { [ "$(chose "$1" "$(end_of_log)")" -gt $((2 * MIB)) ] 2>/dev/null; }
+for _ in 1 2 3 4; do
   qd1_stream m0
-  # climbed: its last decision chose more than 2 MiB
-  [ "$(chose 1 "$(end_of_log)")" -gt $((2 * MIB)) ] 2>/dev/null && break
+  climbed 0 && climbed 1 && break
 done
 bm deactivate m0 "$(disk_uri e1)"
 bm activate --wait m0 "$(disk_uri e1)" >/dev/null
 wait_complete m0
 # (no stream since: what the log holds from here on is of the new epoch)
 mark=$(end_of_log)
-before=$(chose 1 "$mark")
-echo "component 1 had chosen $before-byte chunks before its activation"
-[ "${before:-0}" -gt $((2 * MIB)) ] ||
-  fail "component 1 did not climb past 2 MiB chunks on a seeking disk in 3 streams (its last decision chose ${before:-nothing})"
+before=$(chose 1 "$mark") chose0=$(chose 0 "$mark")
+echo "components 0 and 1 had chosen ${chose0:-no} and ${before:-no} byte chunks before the activation of 1"
+[ "${before:-0}" -gt $((2 * MIB)) ] && [ "${chose0:-0}" -gt $((2 * MIB)) ] ||
+  fail "the seeking disks did not both climb past 2 MiB chunks in 4 streams (last chosen: ${chose0:-nothing}, ${before:-nothing})"
 for _ in 1 2 3; do
   qd1_stream m0
   [ -n "$(decided_at 1 "$mark")" ] && [ -n "$(decided_at 0 "$mark")" ] && break
@@ -51,10 +52,10 @@ first=$(decided_at 1 "$mark" | sed -n 1p)
 echo "component 1 decided first at $first bytes after its activation"
 [ "$first" = $((2 * MIB)) ] ||
   fail "component 1 started from $first-byte chunks after its activation, not from 2 MiB (its earlier connection's measures were kept)"
-# component 0 was not touched: its first decision after is made at the
-# size its last one before chose
-chose0=$(chose 0 "$mark")
+# component 0 was not touched: its first decision after is made above
+# 2 MiB (what it learned is kept; not always at the very size it chose:
+# while the previous stream is still counted, the memory bound is half)
 next0=$(decided_at 0 "$mark" | sed -n 1p)
-[ -n "$chose0" ] && [ -n "$next0" ] || fail "component 0 made no decision before or after (${chose0:-none}, ${next0:-none})"
-[ "$next0" = "$chose0" ] ||
-  fail "component 0 (not deactivated) decided at $next0 after, where its last decision had chosen $chose0"
+[ -n "$next0" ] || fail "component 0 made no decision after the activation of 1"
+[ "$next0" -gt $((2 * MIB)) ] ||
+  fail "component 0 (not deactivated) decided at $next0 after, back at its start, where it had chosen $chose0"
