@@ -86,11 +86,13 @@ static void set_phase(struct serve_state *st, bool running, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(st->phase, sizeof(st->phase), fmt, ap);
 	va_end(ap);
+	/* a stop phase: the io-timeout now, or once m is closed the last
+	 * one read */
 	if (!running && st->m)
 		st->stop_extend_us = stop_extend_usec(st->m);
 	if (running || !st->stop_extend_us)
 		service_notify("STATUS=%s: %s", st->name, st->phase);
-	else /* (after the close: the last one computed) */
+	else
 		service_notify("STATUS=%s: %s\nEXTEND_TIMEOUT_USEC=%llu", st->name,
 		               st->phase, st->stop_extend_us);
 	pthread_mutex_unlock(&st->lock);

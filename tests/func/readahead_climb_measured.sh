@@ -16,7 +16,6 @@ need nbdcopy
 export BM_RA_DEBUG=1
 MIB=1048576
 
-
 # The decisions in LOG follow the measures they print:
 #   ra: comp N chunk SIZE: positioning MED ms (quartiles Q1 Q3), transfer
 #   T MB/s -> chunk NEW WHAT... (floor F, bound B, rotational R)
