@@ -77,13 +77,11 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "nbd_wire.h"
 
 #define CONNECT_TIMEOUT_MS 10000
-#define DISCONNECT_TIMEOUT_MS 2000
-/* The longest write or read sent to an export that advertises no maximum
- * (written zeros too): libnbd refuses payloads over 64 MiB, and a server
- * may drop a connection over 32 MiB (the protocol's default). */
-#define PIECE_MAX (32u * 1024 * 1024)
+#define DISCONNECT_TIMEOUT_MS BM_NBD_DISCONNECT_TIMEOUT_MS
+#define PIECE_MAX BM_NBD_PIECE_MAX
 
 struct nbd_backend;
 
@@ -175,6 +173,12 @@ static void zero_map_init(void)
 	void *p = mmap(NULL, PIECE_MAX, PROT_READ,
 	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	zero_map = p == MAP_FAILED ? NULL : p;
+}
+
+const void *bm_nbd_zero_map(void)
+{
+	pthread_once(&zero_once, zero_map_init);
+	return zero_map;
 }
 
 static long env_ms(const char *name, long dflt)
@@ -431,8 +435,7 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			cookie = nbd_aio_zero(nb->h, c->piece,
 			                      r->offset + c->done_bytes, cb, flags);
 		} else {
-			pthread_once(&zero_once, zero_map_init);
-			if (!zero_map) {
+			if (!bm_nbd_zero_map()) {
 				complete(c, -ENOMEM); /* (uncounts it) */
 				return;
 			}
@@ -1040,6 +1043,66 @@ static int connect_with_deadline(struct nbd_handle *h, const char *uri)
 	return 0;
 }
 
+/* Extended headers (libnbd 1.18 and later ask for them) change every
+ * request and reply: nbd_wire.c speaks the compact ones only, so they are
+ * not asked for, and a connection that has them stays with libnbd. */
+static void no_extended_headers(struct nbd_handle *h)
+{
+#ifdef LIBNBD_HAVE_NBD_SET_REQUEST_EXTENDED_HEADERS
+	nbd_set_request_extended_headers(h, false);
+#else
+	(void)h;
+#endif
+}
+
+static bool extended_headers(struct nbd_handle *h)
+{
+#ifdef LIBNBD_HAVE_NBD_GET_EXTENDED_HEADERS_NEGOTIATED
+	return nbd_get_extended_headers_negotiated(h) == 1;
+#else
+	(void)h;
+	return false;
+#endif
+}
+
+/*
+ * A plain connection goes on with our own transmission (nbd_wire.c) on a
+ * duplicate of libnbd's socket; libnbd's handle is then closed, which
+ * only closes its descriptor (nbd_close sends nothing: the negotiated
+ * connection lives on in ours).  TLS connections stay with libnbd (the
+ * session lives inside it), and so does every connection when
+ * BLKMIRROR_NBD_LIBNBD is set (to compare the two).
+ */
+static int hand_over(struct nbd_backend *nb, const char *uri,
+                     struct bm_backend **out)
+{
+	struct bm_nbd_props pr = {
+		.uri = uri,
+		.size = nb->base.size,
+		.rotational = nb->base.rotational,
+		.can_fua = nb->can_fua,
+		.can_zero = nb->can_zero,
+		.can_flush = nb->can_flush,
+		.can_extents = nb->can_extents,
+		.structured = nbd_get_structured_replies_negotiated(nb->h) == 1,
+		.min_block = nb->base.min_block,
+		.max_block = nb->max_block,
+	};
+	int fd = nbd_aio_get_fd(nb->h);
+
+	int err = EBADF;
+
+	fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 && errno)
+		err = errno;
+	nbd_close(nb->h);
+	free(nb);
+	if (fd < 0)
+		return bm_error(err, "%s: cannot keep the connection: %s", uri,
+		                strerror(err));
+	return bm_nbd_wire_open(fd, &pr, out);
+}
+
 int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 {
 	struct nbd_backend *nb = calloc(1, sizeof(*nb));
@@ -1061,6 +1124,7 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	nbd_set_pread_initialize(nb->h, false);
 	/* for extent(); a server without it simply does not agree */
 	nbd_add_meta_context(nb->h, LIBNBD_CONTEXT_BASE_ALLOCATION);
+	no_extended_headers(nb->h);
 	err = connect_with_deadline(nb->h, uri);
 	if (err < 0) {
 		nbd_close(nb->h);
@@ -1101,6 +1165,9 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;
+	if (nbd_get_tls_negotiated(nb->h) != 1 && !extended_headers(nb->h) &&
+	    !getenv("BLKMIRROR_NBD_LIBNBD"))
+		return hand_over(nb, uri, out);
 	int fd = nbd_aio_get_fd(nb->h);
 	nb->poll_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	nb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

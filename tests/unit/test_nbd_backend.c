@@ -5,12 +5,18 @@
  * - check() is 0 while the server is there and -ENOTCONN once it is killed,
  *   and submits then fail at once;
  * - connecting to a socket whose server never answers gives up at the
- *   deadline (BLKMIRROR_NBD_CONNECT_TIMEOUT_MS).
+ *   deadline (BLKMIRROR_NBD_CONNECT_TIMEOUT_MS);
+ * - a hand-made server that stops reading (a write cannot be sent) or
+ *   answers with garbage: the request fails at once as the connection's
+ *   loss (-ENOTCONN), check() says so;
+ * all of it on our own transmission (nbd_wire.c), then again on libnbd's
+ * (BLKMIRROR_NBD_LIBNBD, kept for TLS), and that the variable selects it.
  * Skipped (77) when nbdkit is not installed.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +47,10 @@ static pid_t start_nbdkit(const char *name, const char *ctl)
 	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
 	snprintf(pidf, sizeof(pidf), "%s/%s.pid", dir, name);
 	snprintf(ctlarg, sizeof(ctlarg), "pause-control=%s", ctl ? ctl : "");
+	unlink(sock); /* from the pass before */
+	unlink(pidf);
+	if (ctl)
+		unlink(ctl);
 	pid_t p = fork();
 	if (p == 0) {
 		if (ctl)
@@ -240,6 +250,7 @@ static void test_connect_deadline(void)
 	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s", path);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path); /* from the pass before */
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	      listen(lfd, 4) == 0);
@@ -254,6 +265,203 @@ static void test_connect_deadline(void)
 	close(lfd);
 }
 
+/* ---- a hand-made server that misbehaves after negotiation ---- */
+
+enum fake_mode { FAKE_STOP_READING, FAKE_GARBAGE };
+
+struct fake {
+	int lfd;
+	enum fake_mode mode;
+	pthread_t thread;
+	atomic_bool release;    /* the test is done with it */
+};
+
+static bool read_full(int fd, void *buf, size_t n)
+{
+	char *b = buf;
+	while (n > 0) {
+		ssize_t k = read(fd, b, n);
+		if (k <= 0)
+			return false;
+		b += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static void put_be(uint8_t *b, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		b[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *b, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < bytes; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static bool opt_reply(int fd, uint32_t opt, uint32_t type, const void *data,
+                      uint32_t len)
+{
+	uint8_t h[20];
+	put_be(h, 0x3e889045565a9ull, 8);
+	put_be(h + 8, opt, 4);
+	put_be(h + 12, type, 4);
+	put_be(h + 16, len, 4);
+	return write(fd, h, 20) == 20 &&
+	       (len == 0 || write(fd, data, len) == (ssize_t)len);
+}
+
+/* Fixed newstyle; every option but NBD_OPT_GO refused (no structured
+ * replies); a 1 MiB export with flush and FUA; then the mode's fault. */
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	int fd = accept(f->lfd, NULL, NULL);
+	uint8_t h[16], data[4096], req[28];
+	if (fd < 0)
+		return NULL;
+	memcpy(h, "NBDMAGICIHAVEOPT", 16);
+	if (write(fd, h, 16) != 16 || write(fd, "\0\3", 2) != 2 ||
+	    !read_full(fd, data, 4))
+		goto out;
+	for (;;) {
+		if (!read_full(fd, h, 16))
+			goto out;
+		uint32_t opt = (uint32_t)get_be(h + 8, 4);
+		uint32_t len = (uint32_t)get_be(h + 12, 4);
+		if (len > sizeof(data) || !read_full(fd, data, len))
+			goto out;
+		if (opt != 7) {
+			opt_reply(fd, opt, 0x80000001u, NULL, 0);
+			continue;
+		}
+		uint8_t info[12];
+		put_be(info, 0, 2);
+		put_be(info + 2, 1u << 20, 8);
+		put_be(info + 10, 1 | 4 | 8, 2); /* has flags, flush, FUA */
+		if (!opt_reply(fd, opt, 3, info, sizeof(info)) ||
+		    !opt_reply(fd, opt, 1, NULL, 0))
+			goto out;
+		break;
+	}
+	if (f->mode == FAKE_STOP_READING) {
+		shutdown(fd, SHUT_RD); /* the client's sends now fail */
+		while (!atomic_load(&f->release)) /* and it stays connected */
+			usleep(10000);
+	} else {
+		/* a request, then 16 bytes that are no reply */
+		if (read_full(fd, req, sizeof(req))) {
+			memset(data, 0x12, 16);
+			if (write(fd, data, 16) != 16)
+				goto out;
+		}
+	}
+	while (read(fd, data, sizeof(data)) > 0) /* until the client goes */
+		;
+out:
+	close(fd);
+	return NULL;
+}
+
+static bool fake_start(struct fake *f, const char *name, enum fake_mode mode,
+                       char *uri, size_t urisz)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir, name);
+	snprintf(uri, urisz, "nbd+unix:///?socket=%s", sa.sun_path);
+	unlink(sa.sun_path); /* from the pass before */
+	f->mode = mode;
+	atomic_store(&f->release, false);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return f->lfd >= 0 &&
+	       bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	       listen(f->lfd, 1) == 0 &&
+	       pthread_create(&f->thread, NULL, fake_main, f) == 0;
+}
+
+/* A server that stops reading: the write cannot be sent; it fails at once
+ * as the connection's loss (not left waiting for the io-timeout), check()
+ * says so, later submits fail, close returns. */
+static void test_send_fails(void)
+{
+	struct fake f;
+	char uri[300];
+	struct bm_backend *be = NULL;
+	CHECK(fake_start(&f, "deaf", FAKE_STOP_READING, uri, sizeof(uri)));
+	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	if (!be)
+		return;
+	usleep(100000); /* the shutdown has happened */
+	struct pending w;
+	pending_init(&w, 0);
+	w.r.op = BM_BOP_WRITE;
+	CHECK_EQ(be->ops->submit(be, &w.r), 0);
+	CHECK(pending_wait(&w, 2000));
+	CHECK_EQ(w.result, -ENOTCONN);
+	CHECK_EQ(be->ops->check(be), -ENOTCONN);
+	struct pending late;
+	pending_init(&late, 0);
+	CHECK(be->ops->submit(be, &late.r) < 0);
+	long t0 = now_ms();
+	be->ops->close(be);
+	CHECK(now_ms() - t0 < 3000);
+	atomic_store(&f.release, true);
+	pthread_join(f.thread, NULL);
+	close(f.lfd);
+}
+
+/* A server that answers with garbage: the read fails as the connection's
+ * loss (-ENOTCONN: the component is disconnected and reconnected, not
+ * failed), and check() says the protocol was broken. */
+static void test_garbage_reply(void)
+{
+	struct fake f;
+	char uri[300];
+	struct bm_backend *be = NULL;
+	CHECK(fake_start(&f, "garbage", FAKE_GARBAGE, uri, sizeof(uri)));
+	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	if (!be)
+		return;
+	struct pending r;
+	pending_init(&r, 0);
+	CHECK_EQ(be->ops->submit(be, &r.r), 0);
+	CHECK(pending_wait(&r, 2000));
+	CHECK_EQ(r.result, -ENOTCONN);
+	CHECK_EQ(be->ops->check(be), -ENOTCONN);
+	long t0 = now_ms();
+	be->ops->close(be);
+	CHECK(now_ms() - t0 < 3000);
+	atomic_store(&f.release, true);
+	pthread_join(f.thread, NULL);
+	close(f.lfd);
+}
+
+/* BLKMIRROR_NBD_LIBNBD really selects the other transmission. */
+static void test_two_paths(void)
+{
+	char uri[300];
+	struct bm_backend *own = NULL, *lib = NULL;
+	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s/two.sock", dir);
+	pid_t p = start_nbdkit("two", NULL);
+	CHECK(p > 0);
+	if (p <= 0)
+		return;
+	CHECK_EQ(bm_nbd_backend_open(uri, &own), 0);
+	setenv("BLKMIRROR_NBD_LIBNBD", "1", 1);
+	CHECK_EQ(bm_nbd_backend_open(uri, &lib), 0);
+	unsetenv("BLKMIRROR_NBD_LIBNBD");
+	CHECK(own && lib && own->ops != lib->ops);
+	if (own)
+		own->ops->close(own);
+	if (lib)
+		lib->ops->close(lib);
+	stop_nbdkit(p);
+}
+
 int main(void)
 {
 	if (system("nbdkit --version >/dev/null 2>&1") != 0) {
@@ -265,9 +473,18 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_abort_paused();
-	test_server_killed();
-	test_connect_deadline();
+	/* Twice: our own transmission, then libnbd's (kept for TLS) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			setenv("BLKMIRROR_NBD_LIBNBD", "1", 1);
+		test_abort_paused();
+		test_server_killed();
+		test_connect_deadline();
+		test_send_fails();
+		test_garbage_reply();
+	}
+	unsetenv("BLKMIRROR_NBD_LIBNBD");
+	test_two_paths();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
