@@ -305,23 +305,14 @@ static int on_read_complete(void *user_data, int *error)
 	return 1;
 }
 
-/* The longest read or write the export takes. */
 static uint32_t data_piece(const struct nbd_backend *nb, uint32_t left)
 {
-	uint32_t max = PIECE_MAX;
-
-	if (nb->max_block && nb->max_block < max)
-		max = nb->max_block;
-	return left > max ? max : left;
+	return bm_nbd_data_piece(nb->max_block, left);
 }
 
-/* Native zeroing goes up to the advertised maximum (none: all at once);
- * written zeros are a write. */
 static uint32_t zero_piece(const struct nbd_backend *nb, uint32_t left)
 {
-	if (!nb->can_zero)
-		return data_piece(nb, left);
-	return (nb->max_block && left > nb->max_block) ? nb->max_block : left;
+	return bm_nbd_zero_piece(nb->can_zero, nb->max_block, left);
 }
 
 /* libnbd extent callback (call_lock held): the first extent answers. */
@@ -890,20 +881,21 @@ static int nbd_extent(struct bm_backend *be, struct bm_extent_req *r)
 	return enqueue(nb, NULL, r);
 }
 
-static int nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
-                          uint64_t off)
+/* Synchronous calls through submit() (both transmissions use them). */
+int bm_nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
+                      uint64_t off)
 {
 	return bm_backend_io_wait(be, BM_BOP_READ, buf, (uint32_t)len, off, 0);
 }
 
-static int nbd_pwrite_sync(struct bm_backend *be, const void *buf, size_t len,
-                           uint64_t off)
+int bm_nbd_pwrite_sync(struct bm_backend *be, const void *buf, size_t len,
+                       uint64_t off)
 {
 	return bm_backend_io_wait(be, BM_BOP_WRITE, (void *)buf, (uint32_t)len,
 	                          off, 0);
 }
 
-static int nbd_flush_sync(struct bm_backend *be)
+int bm_nbd_flush_sync(struct bm_backend *be)
 {
 	return bm_backend_io_wait(be, BM_BOP_FLUSH, NULL, 0, 0, 0);
 }
@@ -1008,9 +1000,9 @@ static void nbd_close_backend(struct bm_backend *be)
 static const struct bm_backend_ops nbd_ops = {
 	.kind = "nbd",
 	.submit = nbd_submit,
-	.pread_sync = nbd_pread_sync,
-	.pwrite_sync = nbd_pwrite_sync,
-	.flush_sync = nbd_flush_sync,
+	.pread_sync = bm_nbd_pread_sync,
+	.pwrite_sync = bm_nbd_pwrite_sync,
+	.flush_sync = bm_nbd_flush_sync,
 	.close = nbd_close_backend,
 	.abort = nbd_abort,
 	.check = nbd_check,

@@ -257,19 +257,12 @@ static void complete_here(struct wire *w, struct wire_cmd *c)
 
 static uint32_t data_piece(const struct wire *w, uint32_t left)
 {
-	uint32_t max = BM_NBD_PIECE_MAX;
-
-	if (w->pr.max_block && w->pr.max_block < max)
-		max = w->pr.max_block;
-	return left > max ? max : left;
+	return bm_nbd_data_piece(w->pr.max_block, left);
 }
 
 static uint32_t zero_piece(const struct wire *w, uint32_t left)
 {
-	if (!w->pr.can_zero)
-		return data_piece(w, left);
-	return (w->pr.max_block && left > w->pr.max_block) ? w->pr.max_block
-	                                                   : left;
+	return bm_nbd_zero_piece(w->pr.can_zero, w->pr.max_block, left);
 }
 
 /*
@@ -899,24 +892,6 @@ static int wire_extent(struct bm_backend *be, struct bm_extent_req *r)
 	return enqueue(w, NULL, r);
 }
 
-static int wire_pread_sync(struct bm_backend *be, void *buf, size_t len,
-                           uint64_t off)
-{
-	return bm_backend_io_wait(be, BM_BOP_READ, buf, (uint32_t)len, off, 0);
-}
-
-static int wire_pwrite_sync(struct bm_backend *be, const void *buf,
-                            size_t len, uint64_t off)
-{
-	return bm_backend_io_wait(be, BM_BOP_WRITE, (void *)buf, (uint32_t)len,
-	                          off, 0);
-}
-
-static int wire_flush_sync(struct bm_backend *be)
-{
-	return bm_backend_io_wait(be, BM_BOP_FLUSH, NULL, 0, 0, 0);
-}
-
 static void wire_abort(struct bm_backend *be)
 {
 	struct wire *w = (struct wire *)be;
@@ -998,9 +973,9 @@ static void wire_close(struct bm_backend *be)
 static const struct bm_backend_ops wire_ops = {
 	.kind = "nbd",
 	.submit = wire_submit,
-	.pread_sync = wire_pread_sync,
-	.pwrite_sync = wire_pwrite_sync,
-	.flush_sync = wire_flush_sync,
+	.pread_sync = bm_nbd_pread_sync,
+	.pwrite_sync = bm_nbd_pwrite_sync,
+	.flush_sync = bm_nbd_flush_sync,
 	.close = wire_close,
 	.abort = wire_abort,
 	.check = wire_check,

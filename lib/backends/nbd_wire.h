@@ -28,6 +28,34 @@ struct bm_nbd_props {
 	uint32_t max_block;     /* advertised maximum, or 0 */
 };
 
+/* The longest read or write an export takes (its advertised maximum
+ * block size, or 0 for none): a longer request goes in pieces. */
+static inline uint32_t bm_nbd_data_piece(uint32_t max_block, uint32_t left)
+{
+	uint32_t max = BM_NBD_PIECE_MAX;
+
+	if (max_block && max_block < max)
+		max = max_block;
+	return left > max ? max : left;
+}
+
+/* Native zeroing goes up to the advertised maximum (none: all at once);
+ * written zeros are a write. */
+static inline uint32_t bm_nbd_zero_piece(bool can_zero, uint32_t max_block,
+                                         uint32_t left)
+{
+	if (!can_zero)
+		return bm_nbd_data_piece(max_block, left);
+	return (max_block && left > max_block) ? max_block : left;
+}
+
+/* Synchronous calls through submit(), for both transmissions. */
+int bm_nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
+                      uint64_t off);
+int bm_nbd_pwrite_sync(struct bm_backend *be, const void *buf, size_t len,
+                       uint64_t off);
+int bm_nbd_flush_sync(struct bm_backend *be);
+
 /* BM_NBD_PIECE_MAX bytes of zeros, read-only, shared (NULL: no memory). */
 const void *bm_nbd_zero_map(void);
 
