@@ -413,11 +413,17 @@ static int enqueue(struct wire *w, struct bm_breq *r, struct bm_extent_req *xr)
 	pthread_mutex_unlock(&w->lock);
 	err = start(w, c);
 	if (err < 0) {
+		bool last;
 		pthread_mutex_lock(&w->lock);
 		c->next = w->free_list;
 		w->free_list = c;
 		w->inflight--;
+		last = w->stopping && w->inflight == 0;
 		pthread_mutex_unlock(&w->lock);
+		if (last) { /* a close() waits for this */
+			atomic_store(&w->look, true);
+			wake(w);
+		}
 	}
 	return err;
 }
@@ -624,8 +630,11 @@ static const uint8_t *src_need(struct nbdw_source *s, size_t n)
 		 * so that its data goes straight to its buffer rather than
 		 * through here; after short ones, read as many as came. */
 		size_t room = STAGE_SIZE - w->stage_len;
-		if (w->long_payloads && room > HEADER_READ)
+		if (w->long_payloads && room > HEADER_READ) {
 			room = HEADER_READ > n ? HEADER_READ : n;
+			/* once: replies without data (writes) batch again */
+			w->long_payloads = false;
+		}
 		size_t got = read_some(w, w->stage + w->stage_len, room);
 		if (got == 0)
 			return NULL;
