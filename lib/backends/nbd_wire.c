@@ -155,8 +155,9 @@ static void wake_if_sleeping(struct wire *w)
 /* ---- output ---- */
 
 /* out_lock held: sends what is queued without blocking, several frames
- * per call; stops when the socket is full.  A send error ends nothing
- * here: the receiver sees the connection's end when it reads. */
+ * per call; stops when the socket is full.  A send error drops the output
+ * (a frame may be cut: nothing more can be framed) and wakes the
+ * receiver, which ends the connection (must_end). */
 static void flush_out_locked(struct wire *w)
 {
 	while (w->out_head && !w->out_dead) {
