@@ -68,9 +68,7 @@ bool nbdw_read_complete(const struct nbdw_pending *p)
 	return p->npiece == 0 && p->covered == p->length;
 }
 
-/* Records that [start, end) of a read (relative to its offset) came; an
- * overlap with what came before, or too many pieces, spoils the read. */
-static void cover(struct nbdw_pending *p, uint64_t start, uint64_t end)
+void nbdw_cover(struct nbdw_pending *p, uint64_t start, uint64_t end)
 {
 	if (p->npiece < 0)
 		return;
@@ -184,7 +182,7 @@ static enum nbdw_result read_chunk(struct nbdw_source *s, uint16_t type,
 			PROTO("a hole chunk outside the read it answers");
 		memset(p->buf + rel, 0, (size_t)n);
 	}
-	cover(p, rel, rel + n);
+	nbdw_cover(p, rel, rel + n);
 	return NBDW_CHUNK;
 }
 

@@ -91,6 +91,11 @@ enum nbdw_result nbdw_read_reply(struct nbdw_source *s, bool structured,
                                  uint64_t *cookie, bool *done,
                                  const char **why);
 
+/* Records that [start, end) of a read (relative to its offset) came; an
+ * overlap with what came before, or too many pieces, spoils the read
+ * (npiece -1).  Also used by the libnbd transmission (nbd.c). */
+void nbdw_cover(struct nbdw_pending *p, uint64_t start, uint64_t end);
+
 /* A read whose every chunk came: the buffer was covered exactly once. */
 bool nbdw_read_complete(const struct nbdw_pending *p);
 

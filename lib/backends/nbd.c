@@ -77,6 +77,7 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "../nbd_reply.h"
 #include "nbd_wire.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -88,7 +89,6 @@ struct nbd_backend;
 /* The per-request state kept while the request is queued or in libnbd.
  * Commands are recycled through a free list (no allocation per request
  * once the pool has grown to the queue depth). */
-#define READ_PIECES 16           /* out-of-order reply chunks tracked */
 
 struct nbd_cmd {
 	struct nbd_backend *nb;
@@ -101,12 +101,9 @@ struct nbd_cmd {
 	bool counted;           /* call_lock: in writes_sent */
 	uint32_t done_bytes;    /* read/write/zero/trim: bytes already done */
 	uint32_t piece;         /* ... and the length of the piece in flight */
-	/* read: what the reply's chunks covered (on_read_chunk): the
-	 * contiguous part from the piece's start, and pieces that came ahead
-	 * of it */
-	uint64_t covered;       /* [piece's offset, + covered) */
-	int npiece;             /* -1: the chunks overlapped, or too many */
-	struct { uint64_t start, end; } piece_ahead[READ_PIECES];
+	/* read: what the reply's chunks covered (on_read_chunk; coverage
+	 * only: kind, length and the coverage record) */
+	struct nbdw_pending pend;
 	struct nbd_cmd *next;   /* queue, completed list or free list */
 };
 
@@ -235,54 +232,25 @@ static int on_complete(void *user_data, int *error)
 	return 1;
 }
 
-/* libnbd chunk callback of a read: records what the reply covered.  Its
- * chunks must cover the buffer exactly once: libnbd checks only that each
- * lies inside it and counts bytes, so a chunk sent twice would make up for
- * one never sent.  In order (every server seen so far) only `covered`
- * moves; up to READ_PIECES chunks ahead of it are kept, merged as it
- * reaches them; an overlap, or more pieces, fails the read. */
+/* libnbd chunk callback of a read: records what the reply covered, as
+ * our own reader does (nbdw_cover: a buffer covered exactly once; libnbd
+ * checks only that each chunk lies inside it and counts bytes, so a chunk
+ * sent twice would make up for one never sent). */
 static int on_read_chunk(void *user_data, const void *subbuf, size_t count,
                          uint64_t offset, unsigned status, int *error)
 {
 	struct nbd_cmd *c = user_data;
-	uint64_t start, end;
+	uint64_t base = c->r->offset + c->done_bytes;
 
 	(void)subbuf;
 	(void)error;
 	if ((status != LIBNBD_READ_DATA && status != LIBNBD_READ_HOLE) ||
-	    c->npiece < 0 || count == 0)
+	    count == 0)
 		return 0;
-	if (offset < c->r->offset + c->done_bytes)
-		goto bad;
-	start = offset - (c->r->offset + c->done_bytes);
-	end = start + count;
-	for (int i = 0; i < c->npiece; i++)
-		if (start < c->piece_ahead[i].end && c->piece_ahead[i].start < end)
-			goto bad;
-	if (start < c->covered)
-		goto bad;
-	if (start > c->covered) {
-		if (c->npiece == READ_PIECES)
-			goto bad;
-		c->piece_ahead[c->npiece].start = start;
-		c->piece_ahead[c->npiece].end = end;
-		c->npiece++;
-		return 0;
-	}
-	c->covered = end;
-	for (bool merged = true; merged;) {
-		merged = false;
-		for (int i = 0; i < c->npiece; i++)
-			if (c->piece_ahead[i].start == c->covered) {
-				c->covered = c->piece_ahead[i].end;
-				c->piece_ahead[i] = c->piece_ahead[--c->npiece];
-				merged = true;
-				break;
-			}
-	}
-	return 0;
-bad:
-	c->npiece = -1;
+	if (offset < base)
+		c->pend.npiece = -1;
+	else
+		nbdw_cover(&c->pend, offset - base, offset - base + count);
 	return 0;
 }
 
@@ -298,7 +266,7 @@ static int on_read_complete(void *user_data, int *error)
 
 	if (*error)
 		complete(c, -*error);
-	else if (c->npiece != 0 || c->covered != c->piece)
+	else if (!nbdw_read_complete(&c->pend))
 		complete(c, -EIO); /* (a server that broke the protocol) */
 	else
 		complete(c, 0);
@@ -386,9 +354,9 @@ static void issue(struct nbd_backend *nb, struct nbd_cmd *c)
 			complete_here(c);
 			return;
 		}
-		c->covered = 0;
-		c->npiece = 0;
 		c->piece = data_piece(nb, r->length - c->done_bytes);
+		c->pend = (struct nbdw_pending){.kind = NBDW_KIND_READ,
+		                                .length = c->piece};
 		cookie = nbd_aio_pread_structured(nb->h,
 		                  (char *)r->buf + c->done_bytes, c->piece,
 		                  r->offset + c->done_bytes,
@@ -1157,8 +1125,9 @@ int bm_nbd_backend_open(const char *uri, struct bm_backend **out)
 	max_block = nbd_get_block_size(nb->h, LIBNBD_SIZE_MAXIMUM);
 	nb->max_block = max_block > 0 && max_block <= UINT32_MAX
 	                        ? (uint32_t)max_block : 0;
+	const char *stay = getenv("BLKMIRROR_NBD_LIBNBD");
 	if (nbd_get_tls_negotiated(nb->h) != 1 && !extended_headers(nb->h) &&
-	    !getenv("BLKMIRROR_NBD_LIBNBD"))
+	    !(stay && *stay))
 		return hand_over(nb, uri, out);
 	int fd = nbd_aio_get_fd(nb->h);
 	nb->poll_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
