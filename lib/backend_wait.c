@@ -14,6 +14,7 @@
 #include "deadline.h"
 #include "backend.h"
 #include "mirror.h" /* bm_now_ns */
+#include "sendbatch.h"
 
 struct waiter {
 	pthread_mutex_t lock;
@@ -45,6 +46,7 @@ int bm_backend_io_wait(struct bm_backend *be, enum bm_bop op, void *buf,
 
 	if (err < 0)
 		return err;
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&w.lock);
 	while (!w.finished)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -164,6 +166,7 @@ static int detached_finish(struct detached *d, void *buf,
 	bool late = false;
 	int err;
 
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		while (!d->finished &&
@@ -337,6 +340,7 @@ int bm_backend_extent(struct bm_backend *be, uint64_t off, uint64_t len,
 	}
 	deadline = bm_deadline_ms(CLOCK_MONOTONIC,
 	                          timeout_ms > 0 ? timeout_ms : 3600000L);
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&x->lock);
 	while (!x->finished &&
 	       pthread_cond_timedwait(&x->cond, &x->lock, &deadline) != ETIMEDOUT)

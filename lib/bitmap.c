@@ -55,6 +55,7 @@
 #include "error.h"
 #include "le.h"
 #include "mirror.h"
+#include "sendbatch.h"
 
 enum {
 	H_MAGIC = 0, H_VERSION = 16, H_BLOCK = 20, H_MIRROR_ID = 24,
@@ -771,6 +772,7 @@ int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len)
 		return 0; /* the hot path: every bit already on disk */
 
 	int err = 0;
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&b->lock);
 	for (r = first; r <= last; r++)
 		bit_set(b->want, r);

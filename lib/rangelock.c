@@ -4,6 +4,7 @@
 
 #include "deadline.h"
 #include "rangelock.h"
+#include "sendbatch.h"
 
 static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
@@ -59,6 +60,7 @@ void bm_rangelock_shared(struct bm_rangelock *rl, struct bm_range_hold *h,
 	h->start = start;
 	h->end = start + (len ? len : 1);
 	h->granted = true;
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	while (excl_over(rl, h->start, h->end))
 		pthread_cond_wait(&rl->cond, &rl->lock);
@@ -106,6 +108,7 @@ bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
 	h->start = start;
 	h->end = start + (len ? len : 1);
 	h->granted = false;
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	link_front(&rl->excl, h);
 	while (!(ok = grantable(rl, h)) && !(cancel && atomic_load(cancel))) {
@@ -146,6 +149,7 @@ bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
 	h->start = start;
 	h->end = start + (len ? len : 1);
 	h->granted = false;
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	link_front(&rl->excl, h);
 	while (!(ok = grantable(rl, h) && no_older_pending(h)) &&
@@ -187,6 +191,7 @@ void bm_rangelock_excl_release(struct bm_rangelock *rl,
 void bm_rangelock_exclusive(struct bm_rangelock *rl, uint64_t start,
                             uint64_t len)
 {
+	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	while (rl->window_busy)
 		pthread_cond_wait(&rl->cond, &rl->lock);

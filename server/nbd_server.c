@@ -68,6 +68,7 @@
 #include "nbd_parse.h"
 #include "nbd_proto.h"
 #include "nbd_server.h"
+#include "sendbatch.h"
 #include "unix_socket.h"
 
 /* Budget charge of a request without data (its bookkeeping), so that a
@@ -136,6 +137,8 @@ struct conn {
 	pthread_cond_t send_cond;  /* the writer waits for work */
 	struct nreq *q_head, *q_tail; /* replies not all sent yet, in order */
 	bool sending;              /* a thread is sending the queue */
+	bool deferred;             /* a thread's send batch will send it
+	                              (sendbatch.c): the writer leaves it */
 	uint64_t last_progress_ns; /* queue left to the writer: bytes last went */
 	bool reader_done;
 	struct nreq *free_reqs;    /* finished, kept for reuse */
@@ -493,6 +496,33 @@ static int push_as_sender_locked(struct conn *c, bool *progress)
 	return rc;
 }
 
+/* The queue has no sender: sends it as one now, without blocking; what
+ * the socket does not take is left to the writer thread. */
+static void push_queue_locked(struct conn *c, bool *progress)
+{
+	if (c->sending || !c->q_head)
+		return; /* the sender sends it; or sent already (the writer) */
+	int rc = push_as_sender_locked(c, progress);
+	if (rc == 0) {
+		c->last_progress_ns = now_ns(); /* the writer times it from now */
+	}
+	if (c->q_head || (c->reader_done && atomic_load(&c->pending) == 0))
+		pthread_cond_signal(&c->send_cond);
+}
+
+/* A send this thread's batch deferred (sendbatch.c): c stayed pinned. */
+static void batch_send(void *obj)
+{
+	struct conn *c = obj;
+	bool progress = false;
+
+	pthread_mutex_lock(&c->send_lock);
+	c->deferred = false;
+	push_queue_locked(c, &progress);
+	pthread_mutex_unlock(&c->send_lock);
+	conn_put(c);
+}
+
 /* Appends a list of finished replies (first..last) to the queue; when the
  * queue was empty, no one is sending it: this thread becomes the sender
  * and sends it now, without blocking.  What the socket does not take is
@@ -511,19 +541,27 @@ static void replies_send_locked(struct conn *c, struct nreq *first,
 		return;
 	}
 	if (c->q_head) {
-		/* the sender, or the writer, sends it with the rest */
+		/* the sender, the writer, or the batch that deferred the
+		 * queue's send sends it with the rest */
 		c->q_tail->next = first;
 		c->q_tail = last;
 		return;
 	}
 	c->q_head = first;
 	c->q_tail = last;
-	int rc = push_as_sender_locked(c, &progress);
-	if (rc == 0) {
-		c->last_progress_ns = now_ns(); /* the writer times it from now */
+	bool first_here;
+	if (bm_sendbatch_defer(batch_send, c, &first_here)) {
+		/* sent with the others this thread finishes before it may
+		 * sleep (sendbatch.c); c stays until then (a pending reply
+		 * keeps the writer, so refs > 0 here).  Until then the batch
+		 * is the queue's sender: the writer does not take it (its
+		 * timer is about a queue that stalled) */
+		c->deferred = true;
+		if (first_here)
+			atomic_fetch_add(&c->refs, 1);
+		return;
 	}
-	if (c->q_head || (c->reader_done && atomic_load(&c->pending) == 0))
-		pthread_cond_signal(&c->send_cond);
+	push_queue_locked(c, &progress);
 }
 
 /* Sends r's reply now if the socket takes it, else queues it for the
@@ -545,13 +583,16 @@ static __thread struct conn *reader_conn;
  * block (reading, waiting for budget, submitting a write). */
 static void reader_flush(struct conn *c)
 {
-	if (!c->held_head)
-		return;
-	pthread_mutex_lock(&c->send_lock);
-	replies_send_locked(c, c->held_head, c->held_tail);
-	pthread_mutex_unlock(&c->send_lock);
-	c->held_head = c->held_tail = NULL;
-	c->nheld = 0;
+	if (c->held_head) {
+		pthread_mutex_lock(&c->send_lock);
+		replies_send_locked(c, c->held_head, c->held_tail);
+		pthread_mutex_unlock(&c->send_lock);
+		c->held_head = c->held_tail = NULL;
+		c->nheld = 0;
+	}
+	/* the held replies (deferred just now), the requests it sent on to
+	 * the components, other connections' replies */
+	bm_sendbatch_flush();
 }
 
 static void reply_fill(struct nreq *r, uint32_t nbd_err, uint32_t data_len)
@@ -585,7 +626,7 @@ static void *writer_main(void *arg)
 		if (atomic_load(&c->srv->stopping) && limit_ms > STOP_REPLY_GRACE_MS)
 			limit_ms = STOP_REPLY_GRACE_MS;
 		uint64_t limit_ns = (uint64_t)limit_ms * 1000000ull;
-		if (c->sending || !c->q_head) {
+		if (c->sending || c->deferred || !c->q_head) {
 			if (!c->sending && c->reader_done &&
 			    atomic_load(&c->pending) == 0)
 				break;
@@ -866,6 +907,7 @@ static void transmission(struct conn *c)
 	in->fd = c->fd;
 	in->start = in->end = 0;
 	reader_conn = c;
+	bm_sendbatch_open();
 	while (!atomic_load(&c->dead)) {
 		uint32_t nbd_err, payload;
 		if (inbuf_read(in, hdr, sizeof(hdr)) < 0)
@@ -906,6 +948,7 @@ static void transmission(struct conn *c)
 	}
 out:
 	reader_flush(c);
+	bm_sendbatch_close();
 	reader_conn = NULL;
 	free(in);
 }

@@ -54,6 +54,7 @@
 
 #include "../backend.h"
 #include "../error.h"
+#include "../sendbatch.h"
 
 #define RING_ENTRIES 256
 #define POOL_THREADS 4
@@ -254,9 +255,16 @@ static void *reaper_main(void *arg)
 {
 	struct file_backend *fb = arg;
 
+	/* the completions one wait brings are one batch: the replies and
+	 * requests they make this thread send go out together (sendbatch.c) */
+	bm_sendbatch_open();
 	for (;;) {
 		struct io_uring_cqe *cqe;
-		int err = io_uring_wait_cqe(&fb->ring, &cqe);
+		int err = io_uring_peek_cqe(&fb->ring, &cqe);
+		if (err == -EAGAIN) {
+			bm_sendbatch_flush(); /* never sleep on a deferred send */
+			err = io_uring_wait_cqe(&fb->ring, &cqe);
+		}
 		if (err == -EINTR)
 			continue;
 		if (err < 0)
@@ -302,6 +310,7 @@ static void *reaper_main(void *arg)
 		}
 		finish(fb, r, 0);
 	}
+	bm_sendbatch_close();
 	return NULL;
 }
 
@@ -363,6 +372,9 @@ static int file_submit(struct bm_backend *be, struct bm_breq *r)
 		return -ECONNABORTED;
 	atomic_fetch_add(&fb->inflight, 1);
 	if (r->op == BM_BOP_TRIM || r->op == BM_BOP_ZERO) {
+		/* done here, synchronously: what this thread's batch holds
+		 * for the other components goes first, not after it */
+		bm_sendbatch_flush();
 		int res = exec_sync(fb, r);
 		if (res == 0 && (r->flags & BM_BOP_FUA) &&
 		    fdatasync(fb->fd_buffered) < 0)

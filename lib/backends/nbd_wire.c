@@ -59,6 +59,7 @@
 
 #include "../error.h"
 #include "../nbd_reply.h"
+#include "../sendbatch.h"
 
 #define STAGE_SIZE (64u * 1024)   /* replies are read into this ... */
 #define DIRECT_MIN (16u * 1024)   /* ... and data this long straight into
@@ -122,6 +123,10 @@ struct wire {
 	                              failed */
 	atomic_int send_errno;     /* the send that failed (0: none) */
 
+	pthread_mutex_t pin_lock;  /* batch_pins reaching 0 (pin_cond) */
+	pthread_cond_t pin_cond;
+	atomic_uint batch_pins;    /* threads whose batch holds a send of
+	                              ours (sendbatch.c): close waits */
 	atomic_bool dead;          /* for check(); dead_reason set before */
 	char dead_reason[256];
 
@@ -214,11 +219,38 @@ static void flush_out_locked(struct wire *w)
 	atomic_store(&w->out_pending, w->out_head != NULL);
 }
 
-/* Queues c's frame and sends what the socket takes; the rest is the
- * receiver's to send (woken if it sleeps). */
-static void send_frame(struct wire *w, struct wire_cmd *c)
+/* Sends what is queued; what the socket does not take is the receiver's
+ * to send (woken if it sleeps). */
+static void flush_out(struct wire *w)
 {
 	bool left;
+
+	pthread_mutex_lock(&w->out_lock);
+	flush_out_locked(w);
+	left = w->out_head != NULL;
+	pthread_mutex_unlock(&w->out_lock);
+	if (left)
+		wake_if_sleeping(w);
+}
+
+/* A send this thread's batch deferred (sendbatch.c): w stayed pinned. */
+static void batch_send(void *obj)
+{
+	struct wire *w = obj;
+
+	flush_out(w);
+	/* under pin_lock: close frees w once it saw 0 and took the lock */
+	pthread_mutex_lock(&w->pin_lock);
+	if (atomic_fetch_sub(&w->batch_pins, 1) == 1)
+		pthread_cond_broadcast(&w->pin_cond);
+	pthread_mutex_unlock(&w->pin_lock);
+}
+
+/* Queues c's frame and sends what the socket takes, or, inside a batch,
+ * when the batch is flushed (one sendmsg for the batch's frames). */
+static void send_frame(struct wire *w, struct wire_cmd *c)
+{
+	bool first, left;
 
 	pthread_mutex_lock(&w->out_lock);
 	if (w->out_dead) { /* c is live: the receiver fails it at the end */
@@ -232,6 +264,12 @@ static void send_frame(struct wire *w, struct wire_cmd *c)
 	else
 		w->out_head = c;
 	w->out_tail = c;
+	if (bm_sendbatch_defer(batch_send, w, &first)) {
+		if (first)
+			atomic_fetch_add(&w->batch_pins, 1);
+		pthread_mutex_unlock(&w->out_lock);
+		return;
+	}
 	flush_out_locked(w);
 	left = w->out_head != NULL;
 	pthread_mutex_unlock(&w->out_lock);
@@ -549,6 +587,7 @@ static bool service(struct wire *w)
 static bool wait_socket(struct wire *w)
 {
 	for (;;) {
+		bm_sendbatch_flush(); /* never sleep on a deferred send */
 		atomic_store(&w->sleeping, true);
 		if (atomic_load(&w->done_pending) || atomic_load(&w->look)) {
 			atomic_store(&w->sleeping, false);
@@ -590,6 +629,10 @@ static size_t read_some(struct wire *w, void *dst, size_t len)
 	for (;;) {
 		if (!service(w))
 			return 0;
+		/* what the replies read so far made this thread send (the
+		 * clients' replies, the next requests) goes out now: a batch
+		 * is one read's worth of replies */
+		bm_sendbatch_flush();
 		if (w->poll_first && !wait_socket(w))
 			return 0;
 		ssize_t n = recv(w->fd, dst, len, MSG_DONTWAIT);
@@ -784,6 +827,7 @@ static void after_end(struct wire *w)
 {
 	for (;;) {
 		deliver_done_list(w);
+		bm_sendbatch_flush();
 		pthread_mutex_lock(&w->lock);
 		bool stop = w->stopping && w->inflight == 0;
 		pthread_mutex_unlock(&w->lock);
@@ -829,6 +873,7 @@ static void *receiver_main(void *arg)
 	struct wire_source src = {{src_need, src_into}, w};
 
 	on_receiver = w;
+	bm_sendbatch_open();
 	for (;;) {
 		uint64_t cookie;
 		bool done;
@@ -857,6 +902,7 @@ static void *receiver_main(void *arg)
 		}
 		switch (w->end) {
 		case END_STOP:
+			bm_sendbatch_close();
 			return NULL; /* healthy; close() disconnects */
 		case END_ABORT:
 			set_dead(w, "%s", "the connection was aborted");
@@ -879,6 +925,7 @@ static void *receiver_main(void *arg)
 		break;
 	}
 	after_end(w);
+	bm_sendbatch_close();
 	return NULL;
 }
 
@@ -959,12 +1006,19 @@ static void wire_close(struct bm_backend *be)
 	struct wire *w = (struct wire *)be;
 	bool clean;
 
+	bm_sendbatch_flush(); /* this thread's sends of ours, if any */
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
 	pthread_mutex_unlock(&w->lock);
 	atomic_store(&w->look, true);
 	wake(w);
 	pthread_join(w->receiver, NULL);
+	/* a thread that sent to us in a batch flushes it before it may
+	 * sleep (sendbatch.c): soon; no new pins (submits fail now) */
+	pthread_mutex_lock(&w->pin_lock);
+	while (atomic_load(&w->batch_pins) > 0)
+		pthread_cond_wait(&w->pin_cond, &w->pin_lock);
+	pthread_mutex_unlock(&w->pin_lock);
 	/* the receiver is gone: this thread owns everything now */
 	clean = !w->aborted && !w->ended && !atomic_load(&w->dead);
 	if (clean)
@@ -977,6 +1031,8 @@ static void wire_close(struct bm_backend *be)
 	free(w->stage);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->out_lock);
+	pthread_mutex_destroy(&w->pin_lock);
+	pthread_cond_destroy(&w->pin_cond);
 	free(w);
 }
 
@@ -1020,6 +1076,8 @@ int bm_nbd_wire_open(int fd, const struct bm_nbd_props *pr,
 	pthread_mutex_init(&w->lock, &ma);
 	pthread_mutex_init(&w->out_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_init(&w->pin_lock, NULL);
+	pthread_cond_init(&w->pin_cond, NULL);
 	if (!w->stage || w->wake_fd < 0 ||
 	    pthread_create(&w->receiver, NULL, receiver_main, w) != 0) {
 		if (w->wake_fd >= 0)
@@ -1028,6 +1086,8 @@ int bm_nbd_wire_open(int fd, const struct bm_nbd_props *pr,
 		free(w->stage);
 		pthread_mutex_destroy(&w->lock);
 		pthread_mutex_destroy(&w->out_lock);
+		pthread_mutex_destroy(&w->pin_lock);
+		pthread_cond_destroy(&w->pin_cond);
 		free(w);
 		return bm_error(EAGAIN, "%s: cannot start the I/O thread",
 		                pr->uri);

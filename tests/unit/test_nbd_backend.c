@@ -10,7 +10,11 @@
  *   answers with garbage: the request fails at once as the connection's
  *   loss (-ENOTCONN), check() says so;
  * all of it on our own transmission (nbd_wire.c), then again on libnbd's
- * (BLKMIRROR_NBD_LIBNBD, kept for TLS), and that the variable selects it.
+ * (BLKMIRROR_NBD_LIBNBD, kept for TLS), and that the variable selects it;
+ * - send batches (sendbatch.c) on our own transmission: requests made
+ *   with a batch open reach the server only at the flush, all in one
+ *   read, and are answered; a close on the thread whose batch holds a
+ *   request (after an abort) returns.
  * Skipped (77) when nbdkit is not installed.
  */
 #include <errno.h>
@@ -29,6 +33,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "sendbatch.h"
 
 static char dir[] = "/tmp/bm_nbd_unit.XXXXXX";
 
@@ -267,13 +272,18 @@ static void test_connect_deadline(void)
 
 /* ---- a hand-made server that misbehaves after negotiation ---- */
 
-enum fake_mode { FAKE_STOP_READING, FAKE_GARBAGE };
+enum fake_mode { FAKE_STOP_READING, FAKE_GARBAGE, FAKE_COUNT };
+
+#define COUNT_READS 8       /* FAKE_COUNT: requests it waits for */
+#define COUNT_LEN 512       /* ... each a read of this length */
 
 struct fake {
 	int lfd;
 	enum fake_mode mode;
 	pthread_t thread;
 	atomic_bool release;    /* the test is done with it */
+	atomic_int got_bytes;   /* FAKE_COUNT: request bytes received ... */
+	atomic_int got_reads;   /* ... in this many read() calls */
 };
 
 static bool read_full(int fd, void *buf, size_t n)
@@ -352,6 +362,28 @@ static void *fake_main(void *arg)
 		shutdown(fd, SHUT_RD); /* the client's sends now fail */
 		while (!atomic_load(&f->release)) /* and it stays connected */
 			usleep(10000);
+	} else if (f->mode == FAKE_COUNT) {
+		/* COUNT_READS read requests, counted as they come, then a
+		 * simple reply with data to each */
+		uint8_t reqs[COUNT_READS * 28];
+		size_t have = 0;
+		while (have < sizeof(reqs)) {
+			ssize_t k = read(fd, reqs + have, sizeof(reqs) - have);
+			if (k <= 0)
+				goto out;
+			have += (size_t)k;
+			atomic_fetch_add(&f->got_reads, 1);
+			atomic_store(&f->got_bytes, (int)have);
+		}
+		for (int i = 0; i < COUNT_READS; i++) {
+			uint8_t rep[16 + COUNT_LEN];
+			put_be(rep, 0x67446698u, 4);
+			put_be(rep + 4, 0, 4);
+			memcpy(rep + 8, reqs + i * 28 + 8, 8); /* the cookie */
+			memset(rep + 16, 0x5a, COUNT_LEN);
+			if (write(fd, rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+				goto out;
+		}
 	} else {
 		/* a request, then 16 bytes that are no reply */
 		if (read_full(fd, req, sizeof(req))) {
@@ -376,6 +408,8 @@ static bool fake_start(struct fake *f, const char *name, enum fake_mode mode,
 	unlink(sa.sun_path); /* from the pass before */
 	f->mode = mode;
 	atomic_store(&f->release, false);
+	atomic_store(&f->got_bytes, 0);
+	atomic_store(&f->got_reads, 0);
 	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	return f->lfd >= 0 &&
 	       bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
@@ -440,6 +474,70 @@ static void test_garbage_reply(void)
 	close(f.lfd);
 }
 
+/* Requests made with a send batch open go out at the flush, not before,
+ * in one message (one read at the server), and are answered. */
+static void test_batch_sends_at_flush(void)
+{
+	struct fake f;
+	char uri[300];
+	struct bm_backend *be = NULL;
+	CHECK(fake_start(&f, "batch", FAKE_COUNT, uri, sizeof(uri)));
+	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	if (!be)
+		return;
+	struct pending p[COUNT_READS];
+	bm_sendbatch_open();
+	for (int i = 0; i < COUNT_READS; i++) {
+		pending_init(&p[i], (uint64_t)i * COUNT_LEN);
+		p[i].r.length = COUNT_LEN;
+		CHECK_EQ(be->ops->submit(be, &p[i].r), 0);
+	}
+	usleep(200000); /* time enough for a send to arrive */
+	CHECK_EQ(atomic_load(&f.got_bytes), 0); /* nothing sent yet */
+	bm_sendbatch_flush();
+	for (int i = 0; i < COUNT_READS; i++) {
+		CHECK(pending_wait(&p[i], 2000));
+		CHECK_EQ(p[i].result, 0);
+		CHECK(p[i].buf[0] == 0x5a && p[i].buf[COUNT_LEN - 1] == 0x5a);
+	}
+	CHECK_EQ(atomic_load(&f.got_bytes), COUNT_READS * 28);
+	CHECK_EQ(atomic_load(&f.got_reads), 1); /* one message */
+	bm_sendbatch_close();
+	be->ops->close(be);
+	atomic_store(&f.release, true);
+	pthread_join(f.thread, NULL);
+	close(f.lfd);
+}
+
+/* A request deferred in this thread's batch, the connection aborted: the
+ * request ends, and close() on this same thread returns (it sends its
+ * own thread's batch first instead of waiting for it). */
+static void test_batch_close_same_thread(void)
+{
+	struct fake f;
+	char uri[300];
+	struct bm_backend *be = NULL;
+	CHECK(fake_start(&f, "batchclose", FAKE_COUNT, uri, sizeof(uri)));
+	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	if (!be)
+		return;
+	struct pending r;
+	pending_init(&r, 0);
+	r.r.length = COUNT_LEN;
+	bm_sendbatch_open();
+	CHECK_EQ(be->ops->submit(be, &r.r), 0);
+	be->ops->abort(be);
+	CHECK(pending_wait(&r, 2000));
+	CHECK_EQ(r.result, -ECONNABORTED);
+	long t0 = now_ms();
+	be->ops->close(be);
+	CHECK(now_ms() - t0 < 3000);
+	bm_sendbatch_close();
+	atomic_store(&f.release, true);
+	pthread_join(f.thread, NULL);
+	close(f.lfd);
+}
+
 /* BLKMIRROR_NBD_LIBNBD really selects the other transmission. */
 static void test_two_paths(void)
 {
@@ -485,6 +583,8 @@ int main(void)
 	}
 	unsetenv("BLKMIRROR_NBD_LIBNBD");
 	test_two_paths();
+	test_batch_sends_at_flush();
+	test_batch_close_same_thread();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
