@@ -251,20 +251,28 @@ static void finish(struct file_backend *fb, struct bm_breq *r, int result)
 	r->done(r, result);
 }
 
+#define REAP_BATCH 32
+
 static void *reaper_main(void *arg)
 {
 	struct file_backend *fb = arg;
 
-	/* the completions one wait brings are one batch: the replies and
-	 * requests they make this thread send go out together (sendbatch.c) */
+	/* the completions one wait brings are one batch (at most
+	 * REAP_BATCH, so that a stream of completions that never lets the
+	 * queue run empty does not hold replies): the replies and requests
+	 * they make this thread send go out together (sendbatch.c) */
+	unsigned reaped = 0;
 	bm_sendbatch_open();
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		int err = io_uring_peek_cqe(&fb->ring, &cqe);
-		if (err == -EAGAIN) {
+		if (err == -EAGAIN || reaped >= REAP_BATCH) {
 			bm_sendbatch_flush(); /* never sleep on a deferred send */
-			err = io_uring_wait_cqe(&fb->ring, &cqe);
+			reaped = 0;
 		}
+		if (err == -EAGAIN)
+			err = io_uring_wait_cqe(&fb->ring, &cqe);
+		reaped++;
 		if (err == -EINTR)
 			continue;
 		if (err < 0)
