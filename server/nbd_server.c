@@ -14,7 +14,11 @@
  * backend threads) only append and go out with its next one.  A request
  * that completes inline on the reader (a read-ahead hit) is held by the
  * reader and sent with the others it completes before it may block (on a
- * read, for budget, before a write's submission; at most 32).  When the
+ * read, for budget, before a write's submission; at most 32).  The
+ * reader and the components' receivers send in batches (sendbatch.c): a
+ * reply that finds the queue empty on such a thread is sent when that
+ * thread flushes (after the requests or replies one read brought), the
+ * queue marked `deferred` meanwhile (it has a sender).  When the
  * socket is full the queue is left to the writer thread, asleep until
  * then, which finishes it as the socket drains.  So a client that stops
  * reading blocks no backend thread: its replies pile up in its own queue

@@ -14,7 +14,9 @@
  * rest when poll says the socket is writable.  (A submitter blocked on a
  * full socket could be another component's receiver, which then would
  * not read its own server's replies: two servers each waiting for the
- * other's client.)
+ * other's client.)  A submitter with a send batch open (sendbatch.c: the
+ * server's reader, a receiver) only queues, and sends the queue at its
+ * flush (w pinned until then: batch_pins).
  *
  * One receiver thread per connection reads replies (nbd_reply.c checks
  * them) and runs done() with no lock held; it is the only thread that
