@@ -292,8 +292,10 @@ struct flush_job {
 static void *flush_thread(void *arg)
 {
 	struct flush_job *j = arg;
-	int err = fsync(j->fd) < 0 ? errno : 0;
+	int err;
 
+	pthread_setname_np(pthread_self(), "bm-fsync");
+	err = fsync(j->fd) < 0 ? errno : 0;
 	pthread_mutex_lock(&j->m);
 	j->err = err;
 	j->done = true;

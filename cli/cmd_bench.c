@@ -259,6 +259,7 @@ static void *parallel_main(void *arg)
 {
 	struct parallel_reader *r = arg;
 
+	pthread_setname_np(pthread_self(), "bm-bench-read");
 	r->err = backend_sequential(r->be, BM_BOP_READ, r->bytes, ALONE_REQUEST,
 	                            r->buf, r->pg, &r->mibs);
 	return NULL;

@@ -86,6 +86,7 @@ static void *job_main(void *arg)
 	char msg[1024] = "";
 	int err = 0;
 
+	pthread_setname_np(pthread_self(), "bm-live-job");
 	j->report[0] = '\0';
 	switch (j->kind) {
 	case JOB_INSERT:

@@ -93,6 +93,7 @@ static void *control_main(void *arg)
 	struct pollfd pfd[2] = {{.fd = c->fd, .events = POLLIN},
 	                        {.fd = c->wake[0], .events = POLLIN}};
 
+	pthread_setname_np(pthread_self(), "bm-control");
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)

@@ -429,6 +429,7 @@ static void *job_main(void *arg)
 	char *bufs[BM_MAX_COMPONENTS] = {0};
 	int err = 0;
 
+	pthread_setname_np(pthread_self(), "bm-check");
 	load_priorities(j);
 	pthread_mutex_lock(&j->lock);
 	j->source = pick_reference(j, active_mask(m));

@@ -287,6 +287,7 @@ static void *ev_main(void *arg)
 	struct bm_mirror *m = arg;
 	long long next_tick = bm_now_ms() + TICK_MS;
 
+	pthread_setname_np(pthread_self(), "bm-events");
 	pthread_mutex_lock(&m->ev_lock);
 	for (;;) {
 		while (m->ev_head) {

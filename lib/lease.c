@@ -423,6 +423,7 @@ static void *renew_main(void *arg)
 	struct bm_lease_keeper *k = s->k;
 	bool clean;
 
+	pthread_setname_np(pthread_self(), "bm-lease");
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop && !s->stop) {
 		struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC,

@@ -320,6 +320,7 @@ static void *rc_main(void *arg)
 {
 	struct bm_mirror *m = arg;
 
+	pthread_setname_np(pthread_self(), "bm-recover");
 	pthread_mutex_lock(&m->rc_lock);
 	while (!m->rc_stop) {
 		struct bm_repair *rp = m->rc_head;

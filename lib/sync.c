@@ -875,6 +875,7 @@ static void *sync_main(void *arg)
 	int retry_ms = 0;  /* > 0: a copy stopped on a read error; again then */
 
 	pthread_mutex_lock(&m->sync_lock);
+	pthread_setname_np(pthread_self(), "bm-sync");
 	for (;;) {
 		if (retry_ms > 0 && !m->sync_kick && !atomic_load(&m->sync_stop)) {
 			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC, retry_ms);

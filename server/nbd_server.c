@@ -625,6 +625,7 @@ static void *writer_main(void *arg)
 	struct conn *c = arg;
 	int limit_ms = c->srv->limits.reply_timeout_ms;
 
+	pthread_setname_np(pthread_self(), "bm-client-tx");
 	pthread_mutex_lock(&c->send_lock);
 	for (;;) {
 		if (atomic_load(&c->srv->stopping) && limit_ms > STOP_REPLY_GRACE_MS)
@@ -963,6 +964,7 @@ static void *conn_main(void *arg)
 	struct bm_nbd_server *s = c->srv;
 	struct bm_nbd_export exp = s->exp;
 
+	pthread_setname_np(pthread_self(), "bm-client-rx");
 	/* the components' alignment when the client connects (an insert
 	 * that would raise it is refused: live.c) */
 	exp.min_block = bm_mirror_min_block(s->m);
@@ -1071,6 +1073,7 @@ static void *accept_main(void *arg)
 	struct bm_nbd_server *s = arg;
 	struct pollfd pfd[3];
 
+	pthread_setname_np(pthread_self(), "bm-accept");
 	for (int i = 0; i < s->nlisten; i++)
 		pfd[i] = (struct pollfd){.fd = s->listen_fd[i], .events = POLLIN};
 	pfd[s->nlisten] = (struct pollfd){.fd = s->wake_pipe[0], .events = POLLIN};

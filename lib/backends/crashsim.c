@@ -137,6 +137,7 @@ static int do_change(struct csim *cs, struct bm_breq *r)
 static void *worker_main(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "bm-crashsim");
 	for (;;) {
 		struct qent *e;
 		int res;

@@ -257,6 +257,7 @@ static void *reaper_main(void *arg)
 {
 	struct file_backend *fb = arg;
 
+	pthread_setname_np(pthread_self(), "bm-file-reap");
 	/* the completions one wait brings are one batch (at most
 	 * REAP_BATCH, so that a stream of completions that never lets the
 	 * queue run empty does not hold replies): the replies and requests
@@ -328,6 +329,7 @@ static void *worker_main(void *arg)
 {
 	struct file_backend *fb = arg;
 
+	pthread_setname_np(pthread_self(), "bm-file-io");
 	for (;;) {
 		pthread_mutex_lock(&fb->pool_lock);
 		while (fb->qlen == 0 && !fb->stopping)

@@ -671,6 +671,7 @@ static void *loop_main(void *arg)
 	struct nbd_backend *nb = arg;
 	bool dead = false;
 
+	pthread_setname_np(pthread_self(), "bm-libnbd");
 	in_loop = nb;
 	for (;;) {
 		struct nbd_cmd *finished, *last = NULL;

@@ -874,6 +874,7 @@ static void *receiver_main(void *arg)
 	struct wire *w = arg;
 	struct wire_source src = {{src_need, src_into}, w};
 
+	pthread_setname_np(pthread_self(), "bm-nbd-recv");
 	on_receiver = w;
 	bm_sendbatch_open();
 	for (;;) {
