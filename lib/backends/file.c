@@ -62,6 +62,7 @@
 #define WAKE_TAG ((uint64_t)1) /* user_data of the NOP that stops the reaper */
 #define CANCEL_TAG ((uint64_t)2) /* user_data of abort()'s cancel request */
 #define ABORT_CLOSE_WAIT_MS 5000
+#define REAP_BATCH 32 /* completions the reaper sends replies for at once */
 
 struct file_backend {
 	struct bm_backend base;
@@ -250,8 +251,6 @@ static void finish(struct file_backend *fb, struct bm_breq *r, int result)
 	atomic_fetch_sub(&fb->inflight, 1);
 	r->done(r, result);
 }
-
-#define REAP_BATCH 32
 
 static void *reaper_main(void *arg)
 {

@@ -417,16 +417,50 @@ static bool fake_start(struct fake *f, const char *name, enum fake_mode mode,
 	       pthread_create(&f->thread, NULL, fake_main, f) == 0;
 }
 
+/* Lets the fake server end (a blocked accept() too) and waits for it. */
+static void fake_stop(struct fake *f)
+{
+	atomic_store(&f->release, true);
+	shutdown(f->lfd, SHUT_RDWR);
+	pthread_join(f->thread, NULL);
+	close(f->lfd);
+}
+
+/* A fake server NAME in MODE and a backend open on it; NULL (the fake
+ * stopped) when either cannot be had. */
+static struct bm_backend *fake_open(struct fake *f, const char *name,
+                                    enum fake_mode mode)
+{
+	char uri[300];
+	struct bm_backend *be = NULL;
+
+	if (!fake_start(f, name, mode, uri, sizeof(uri))) {
+		CHECK(!"the fake server starts");
+		return NULL;
+	}
+	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	if (!be)
+		fake_stop(f);
+	return be;
+}
+
+/* Closes be, which never waits on the fake's goodwill (3 s at most), and
+ * stops the fake. */
+static void fake_close(struct fake *f, struct bm_backend *be)
+{
+	long t0 = now_ms();
+	be->ops->close(be);
+	CHECK(now_ms() - t0 < 3000);
+	fake_stop(f);
+}
+
 /* A server that stops reading: the write cannot be sent; it fails at once
  * as the connection's loss (not left waiting for the io-timeout), check()
  * says so, later submits fail, close returns. */
 static void test_send_fails(void)
 {
 	struct fake f;
-	char uri[300];
-	struct bm_backend *be = NULL;
-	CHECK(fake_start(&f, "deaf", FAKE_STOP_READING, uri, sizeof(uri)));
-	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	struct bm_backend *be = fake_open(&f, "deaf", FAKE_STOP_READING);
 	if (!be)
 		return;
 	usleep(100000); /* the shutdown has happened */
@@ -440,12 +474,7 @@ static void test_send_fails(void)
 	struct pending late;
 	pending_init(&late, 0);
 	CHECK(be->ops->submit(be, &late.r) < 0);
-	long t0 = now_ms();
-	be->ops->close(be);
-	CHECK(now_ms() - t0 < 3000);
-	atomic_store(&f.release, true);
-	pthread_join(f.thread, NULL);
-	close(f.lfd);
+	fake_close(&f, be);
 }
 
 /* A server that answers with garbage: the read fails as the connection's
@@ -454,10 +483,7 @@ static void test_send_fails(void)
 static void test_garbage_reply(void)
 {
 	struct fake f;
-	char uri[300];
-	struct bm_backend *be = NULL;
-	CHECK(fake_start(&f, "garbage", FAKE_GARBAGE, uri, sizeof(uri)));
-	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	struct bm_backend *be = fake_open(&f, "garbage", FAKE_GARBAGE);
 	if (!be)
 		return;
 	struct pending r;
@@ -466,12 +492,7 @@ static void test_garbage_reply(void)
 	CHECK(pending_wait(&r, 2000));
 	CHECK_EQ(r.result, -ENOTCONN);
 	CHECK_EQ(be->ops->check(be), -ENOTCONN);
-	long t0 = now_ms();
-	be->ops->close(be);
-	CHECK(now_ms() - t0 < 3000);
-	atomic_store(&f.release, true);
-	pthread_join(f.thread, NULL);
-	close(f.lfd);
+	fake_close(&f, be);
 }
 
 /* Requests made with a send batch open go out at the flush, not before,
@@ -479,10 +500,7 @@ static void test_garbage_reply(void)
 static void test_batch_sends_at_flush(void)
 {
 	struct fake f;
-	char uri[300];
-	struct bm_backend *be = NULL;
-	CHECK(fake_start(&f, "batch", FAKE_COUNT, uri, sizeof(uri)));
-	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	struct bm_backend *be = fake_open(&f, "batch", FAKE_COUNT);
 	if (!be)
 		return;
 	struct pending p[COUNT_READS];
@@ -503,10 +521,7 @@ static void test_batch_sends_at_flush(void)
 	CHECK_EQ(atomic_load(&f.got_bytes), COUNT_READS * 28);
 	CHECK_EQ(atomic_load(&f.got_reads), 1); /* one message */
 	bm_sendbatch_close();
-	be->ops->close(be);
-	atomic_store(&f.release, true);
-	pthread_join(f.thread, NULL);
-	close(f.lfd);
+	fake_close(&f, be);
 }
 
 /* A request deferred in this thread's batch, the connection aborted: the
@@ -515,10 +530,7 @@ static void test_batch_sends_at_flush(void)
 static void test_batch_close_same_thread(void)
 {
 	struct fake f;
-	char uri[300];
-	struct bm_backend *be = NULL;
-	CHECK(fake_start(&f, "batchclose", FAKE_COUNT, uri, sizeof(uri)));
-	CHECK_EQ(bm_nbd_backend_open(uri, &be), 0);
+	struct bm_backend *be = fake_open(&f, "batchclose", FAKE_COUNT);
 	if (!be)
 		return;
 	struct pending r;
@@ -529,13 +541,8 @@ static void test_batch_close_same_thread(void)
 	be->ops->abort(be);
 	CHECK(pending_wait(&r, 2000));
 	CHECK_EQ(r.result, -ECONNABORTED);
-	long t0 = now_ms();
-	be->ops->close(be);
-	CHECK(now_ms() - t0 < 3000);
+	fake_close(&f, be);
 	bm_sendbatch_close();
-	atomic_store(&f.release, true);
-	pthread_join(f.thread, NULL);
-	close(f.lfd);
 }
 
 /* BLKMIRROR_NBD_LIBNBD really selects the other transmission. */
