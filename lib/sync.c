@@ -74,11 +74,13 @@
 #define DEPTH 8                       /* chunks in flight, clients idle */
 #define DEPTH_BUSY 2                  /* ... clients busy */
 #define ZERO_WINDOW (256u << 20)      /* largest zero run taken at once */
-/* Largest zeroing request: a component without a zero of its own (an NBD
- * server that emulates it, a file that cannot punch holes) writes the
- * zeros at its write speed, and the watchdog takes a component that ends
- * nothing for the io-timeout as hung; 8 MiB ends within 2 s down to
- * 4 MiB/s.  A run the target already reads as zeros is skipped whole. */
+/* Largest zeroing request, and one at a time (nothing else starts while
+ * it is out): a component without a zero of its own (an NBD server that
+ * emulates it, a file that cannot punch holes) writes the zeros at its
+ * write speed, and the watchdog takes a component that ends nothing for
+ * the io-timeout as hung; 8 MiB alone ends within 2 s down to 4 MiB/s
+ * (eight at once, served in parallel or in turn, would not).  A run the
+ * target already reads as zeros is skipped whole. */
 #define ZERO_WRITE_MAX (8u << 20)
 #define CHECKPOINT_BYTES (64ull << 20)
 #define CHECKPOINT_MS 5000
@@ -754,11 +756,12 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 				err = -EIO;
 		}
 		bool ending = err || stopped;
-		int inflight = 0, writing = 0;
+		int inflight = 0, writing = 0, zeroing = 0;
 		for (int k = 0; k < run->count; k++) {
-			int st = run->ch[(run->head + k) % DEPTH].stage;
-			inflight += st != ST_DONE;
-			writing += st == ST_WRITE;
+			struct chunk *c = &run->ch[(run->head + k) % DEPTH];
+			inflight += c->stage != ST_DONE;
+			writing += c->stage == ST_WRITE;
+			zeroing += c->stage != ST_DONE && c->kind == CH_ZERO;
 		}
 		if (ending && inflight == 0)
 			break;
@@ -768,7 +771,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		bool busy = clients_busy(m, &pace, now);
 		uint64_t limit = rate_limit(m, busy);
 		uint64_t wait_ns = WAIT_MS * 1000000ull;
-		if (!ending && next < m->size &&
+		/* one zeroing at a time (ZERO_WRITE_MAX says why) */
+		if (!ending && next < m->size && !zeroing &&
 		    run->count < (busy ? DEPTH_BUSY : DEPTH)) {
 			if (limit != pace.limit) {
 				/* changed (configure, clients came or went):

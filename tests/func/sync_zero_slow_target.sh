@@ -1,9 +1,9 @@
 # A copy over a large hole of the source, onto a component that zeroes by
 # writing (an NBD server without a zero of its own: nbdkit then writes
-# zeros) at 24 MiB/s, with --io-timeout 2: the hole is zeroed in pieces
+# zeros) at 7 MiB/s, with --io-timeout 2: the hole is zeroed in pieces
 # that each end well within the io-timeout, so the component is never
 # taken for hung, and the mirror becomes COMPLETE with zeros where the
-# target held old data.  (One 62 MiB request took 2.6 s: the watchdog saw
+# target held old data.  (One 62 MiB request took 9 s: the watchdog saw
 # nothing end for 2 s, disconnected the component, and the copy began
 # again, for ever.)
 . "$(dirname "$0")/lib.sh"
@@ -12,14 +12,14 @@ need nbdkit
 mkimg 64 a
 qemu-io -f raw "$T/a" -c 'write -P 0x5a 0 1M' >/dev/null   # data, then a hole
 head -c $((64 * MIB)) /dev/zero | tr '\0' '\063' >"$T/z.img"  # old data
-# pwrite sleeps for its length at 24 MiB/s; no zero callback (emulated by
+# pwrite sleeps for its length at 7 MiB/s; no zero callback (emulated by
 # writes), no extents (the copy cannot see that the target is not zero)
 img=$T/z.img
 nbdkit -U "$T/z.sock" -P "$T/z.pid" eval \
   get_size="echo $((64 * MIB))" can_write='exit 0' can_flush='exit 0' \
   thread_model='echo serialize_all_requests' flush='exit 0' \
   pread="dd if=$img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes bs=1M status=none" \
-  pwrite="sleep \$(awk -v n=\$3 'BEGIN { print n / 25165824 }'); dd of=$img seek=\$4 conv=notrunc oflag=seek_bytes bs=1M iflag=fullblock status=none" \
+  pwrite="sleep \$(awk -v n=\$3 'BEGIN { print n / 7340032 }'); dd of=$img seek=\$4 conv=notrunc oflag=seek_bytes bs=1M iflag=fullblock status=none" \
   >>"$T/z.log" 2>&1 || fail "nbdkit did not start"
 for _ in $(seq 1 100); do [ -s "$T/z.pid" ] && break; sleep 0.05; done
 PIDS+=("$(cat "$T/z.pid")")
