@@ -81,8 +81,12 @@ for c in 0 1; do
   sizes=$(sed -n "s/^ra: comp $c chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p" "$T/m1.log" | sed 1d)
   n=$(echo "$sizes" | grep -c .) || true
   at_floor=$(echo "$sizes" | grep -cx $((2 * MIB))) || true
-  echo "component $c: $at_floor of $n decisions at 2 MiB"
+  last=$(echo "$sizes" | tail -n 1)
+  echo "component $c: $at_floor of $n decisions at 2 MiB, the last at $last"
   [ "$n" -ge 2 ] || fail "component $c of the flat disks made too few decisions ($n) in two streams"
-  [ $((2 * at_floor)) -gt "$n" ] ||
-    fail "component $c of flat disks mostly above its floor: $at_floor of $n decisions at 2 MiB"
+  # back at the floor: most decisions there, or at least the last one (a
+  # noisy machine, the ASan build in CI, can make an early one climb:
+  # 1 of 3 at 2 MiB was seen once)
+  [ $((2 * at_floor)) -gt "$n" ] || [ "$last" = $((2 * MIB)) ] ||
+    fail "component $c of flat disks stayed above its floor: $at_floor of $n decisions at 2 MiB, the last at $last"
 done
