@@ -892,8 +892,8 @@ static void *sync_main(void *arg)
 	struct bm_component *t;
 	int retry_ms = 0;  /* > 0: a copy stopped on a read error; again then */
 
-	pthread_mutex_lock(&m->sync_lock);
 	pthread_setname_np(pthread_self(), "bm-sync");
+	pthread_mutex_lock(&m->sync_lock);
 	for (;;) {
 		if (retry_ms > 0 && !m->sync_kick && !atomic_load(&m->sync_stop)) {
 			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC, retry_ms);

@@ -30,7 +30,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 bm status m0 | has COMPLETE || { cat "$T/m0.log"; fail "the copy did not end in 30 s"; }
-has -c ComponentDisconnected "$T/m0.log" &&
+has ComponentDisconnected "$T/m0.log" &&
   { cat "$T/m0.log"; fail "the slow-zeroing component was taken for hung"; }
 stop m0
 n=$(data_size "$T/a")
