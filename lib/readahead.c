@@ -1206,6 +1206,7 @@ static void steal_late(struct bm_mirror *m, struct ra_stream *s,
 	n->off = c->off;
 	n->comp = best;
 	n->stolen = true;
+	n->short_cut = c->short_cut; /* (as short, so as little to learn) */
 	if (ra->comp[best].slots++ == 0)
 		ra->comp[best].head_start_ns = now;
 	n->q_mark = ra->comp[best].issued_cum;
