@@ -17,7 +17,12 @@
  *         sync copy off the range (taken before the targets are chosen, so a
  *         component that starts synchronizing meanwhile is either a target
  *         or copied after this write), then one sub-request per writable
- *         component.  When all completed without error it is acknowledged.
+ *         component.  A TRIM or WRITE_ZEROES longer than BM_ZERO_PIECE
+ *         goes to each component in pieces of that, one after another
+ *         (the next when the one before succeeded), so that a component
+ *         that zeroes by writing ends something within the io-timeout
+ *         (at a stop, one older than the io-timeout is cut: stop_cuts).
+ *         When all completed without error it is acknowledged.
  *         Otherwise the event thread first applies (and records in the
  *         labels) every failure found up to then, this one's included, and
  *         then decides: acknowledged only if a component that completed it
@@ -42,6 +47,7 @@ struct sub {
 	uint32_t tried;   /* read: components that failed this piece */
 	uint32_t repair;  /* read: those that answered with an error */
 	uint64_t t0_ns;
+	uint64_t zero_end; /* zeroing in pieces: where the whole range ends */
 };
 
 struct mreq {
@@ -181,6 +187,73 @@ static void write_decide(void *arg)
 	req_complete(r);
 }
 
+/* The sub this thread is issuing a piece of (issue_pieces), and whether
+ * that piece ended within the submit and left the next one to it. */
+static __thread struct sub *issuing;
+static __thread bool next_wanted;
+
+/* Issues s, and then its next pieces while each ends within the submit
+ * (file components zero synchronously): a loop, not a call per piece
+ * nested in the one before.  s is not touched after a submit that took
+ * it: its last piece may end, and free it, on another thread. */
+static void issue_pieces(struct sub *s)
+{
+	struct sub *outer = issuing;
+	bool outer_wanted = next_wanted;
+	bool again;
+
+	do {
+		issuing = s;
+		next_wanted = false;
+		sub_issue(s);
+		again = next_wanted;
+	} while (again);
+	issuing = outer;
+	next_wanted = outer_wanted;
+}
+
+static uint32_t zero_piece(uint64_t left)
+{
+	return left < BM_ZERO_PIECE ? (uint32_t)left : BM_ZERO_PIECE;
+}
+
+/* Whether a zeroing in pieces ends here, unfinished, on this component:
+ * the mirror is stopping and the request is older than the io-timeout.
+ * A stop ends within io-timeout + 5 s (assemble.c); each piece is within
+ * the watchdog's rules, the whole may take far longer.  The component is
+ * then disconnected (an error that says it is gone), as the watchdog's
+ * stop-time ceiling did to one long request, and the write is
+ * acknowledged from the others if they hold it. */
+static bool stop_cuts(struct bm_mirror *m, const struct mreq *r)
+{
+	uint64_t limit = (uint64_t)atomic_load(&m->io_timeout_ms) * 1000000u;
+
+	return limit && atomic_load(&m->stopping) &&
+	       bm_now_ns() - r->t0_ns >= limit;
+}
+
+/* Whether s is a zeroing in pieces with pieces left after the one in br. */
+static bool pieces_left(const struct sub *s)
+{
+	return s->br.offset + s->br.length < s->zero_end;
+}
+
+/* A zeroing in pieces whose piece succeeded, with pieces left: moves br to
+ * the next piece and has it issued (by the loop in issue_pieces when this
+ * runs inside its submit). */
+static void next_piece(struct sub *s)
+{
+	struct bm_breq *br = &s->br;
+	uint64_t at = br->offset + br->length;
+
+	br->offset = at;
+	br->length = zero_piece(s->zero_end - at);
+	if (issuing == s)
+		next_wanted = true;
+	else
+		issue_pieces(s);
+}
+
 static void write_done(struct bm_breq *br, int result)
 {
 	struct sub *s = br->opaque;
@@ -190,6 +263,13 @@ static void write_done(struct bm_breq *br, int result)
 
 	bm_comp_leave(c, s->t0_ns, br->op, !br->unanswered);
 	account(c, s, result);
+	if (result == 0 && pieces_left(s)) {
+		if (!stop_cuts(m, r)) {
+			next_piece(s);
+			return;
+		}
+		result = -ETIMEDOUT;
+	}
 	s->result = result;
 	if (result < 0)
 		atomic_fetch_or(&r->failed, 1u << s->comp);
@@ -284,6 +364,11 @@ static void sub_init(struct mreq *r, int k, int comp, enum bm_bop op,
 	s->br.buf = buf;
 	s->br.done = done;
 	s->br.opaque = s;
+	s->zero_end = 0;
+	if ((op == BM_BOP_ZERO || op == BM_BOP_TRIM) && len > BM_ZERO_PIECE) {
+		s->zero_end = off + len;
+		s->br.length = BM_ZERO_PIECE;
+	}
 }
 
 int bm_io_read_direct(struct bm_mirror *m, struct bm_io *io)
@@ -408,7 +493,7 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 	atomic_fetch_add(&m->ios_inflight, 1);
 	bm_io_begin(m);
 	for (int k = 0; k < n; k++)
-		sub_issue(&r->sub[k]);
+		issue_pieces(&r->sub[k]);
 	return 0;
 }
 

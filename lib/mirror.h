@@ -70,6 +70,13 @@ enum bm_comp_state {
 /* Defaults of the failure policy (serve --io-timeout, --read-errors). */
 #define BM_IO_TIMEOUT_MS_DEFAULT 30000
 #define BM_READ_ERRORS_DEFAULT 20   /* repaired read errors before failing */
+/* Largest zeroing (WRITE_ZEROES, TRIM) sent to a component at once; a
+ * longer one goes in pieces of this, one after another (compio.c, sync.c).
+ * A component without a zero of its own (an NBD server that emulates it,
+ * a file that cannot punch holes) writes the zeros at its write speed, and
+ * the watchdog takes one that ends nothing for the io-timeout as hung: 8
+ * MiB ends within 2 s down to 4 MiB/s. */
+#define BM_ZERO_PIECE (8u << 20)
 
 const char *bm_comp_state_name(int state);
 

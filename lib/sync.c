@@ -74,14 +74,11 @@
 #define DEPTH 8                       /* chunks in flight, clients idle */
 #define DEPTH_BUSY 2                  /* ... clients busy */
 #define ZERO_WINDOW (256u << 20)      /* largest zero run taken at once */
-/* Largest zeroing request, and one at a time (nothing else starts while
- * it is out): a component without a zero of its own (an NBD server that
- * emulates it, a file that cannot punch holes) writes the zeros at its
- * write speed, and the watchdog takes a component that ends nothing for
- * the io-timeout as hung; 8 MiB alone ends within 2 s down to 4 MiB/s
- * (eight at once, served in parallel or in turn, would not).  A run the
- * target already reads as zeros is skipped whole. */
-#define ZERO_WRITE_MAX (8u << 20)
+/* Largest zeroing request (mirror.h, BM_ZERO_PIECE), and one at a time
+ * (nothing else starts while it is out): 8 MiB alone ends within 2 s down
+ * to 4 MiB/s, eight at once, served in parallel or in turn, would not.  A
+ * run the target already reads as zeros is skipped whole. */
+#define ZERO_WRITE_MAX BM_ZERO_PIECE
 #define CHECKPOINT_BYTES (64ull << 20)
 #define CHECKPOINT_MS 5000
 #define ACTIVITY_MS 100               /* client activity sampled this often */

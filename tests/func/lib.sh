@@ -136,6 +136,29 @@ stop() {
   [ $rc -eq 0 ] || { cat "$T/$name.log" >&2; fail "server for $name exited $rc"; }
 }
 
+# stop_within NAME MS WHY: `stop -f NAME` must end cleanly within MS ms
+# (WHY says what bounds it), with no request left unanswered; the time
+# it took in $stop_ms.
+stop_within() {
+  local start; start=$(date +%s%N)
+  stop "$1" -f
+  stop_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "stop took $stop_ms ms" >&2
+  grep -q "did not complete" "$T/$1.log" && fail "requests were left unanswered: $(cat "$T/$1.log")"
+  [ "$stop_ms" -lt "$2" ] || fail "stop took $stop_ms ms ($3)"
+}
+# stop_gives_up NAME URI MS WHY [MESSAGE]: the component URI, still in
+# service, keeps the stop of NAME waiting; the stop ends within MS ms
+# (stop_within) by giving the component up, as the log says (MESSAGE: the
+# start of the reason it gives).
+stop_gives_up() {
+  local st
+  st=$(bm status "$1") || fail "the slow component was given up before the stop: $st"
+  stop_within "$1" "$3" "$4"
+  grep -q "ComponentDisconnected $2${5:+: $5}" "$T/$1.log" ||
+    fail "the log does not say the slow component was given up at the stop: $(cat "$T/$1.log")"
+}
+
 # wait_complete NAME: until status says COMPLETE (sync done), 60 s at most.
 wait_complete() {
   for _ in $(seq 1 600); do
@@ -270,6 +293,22 @@ filedisk() {
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+# zerowriting_disk NAME IMAGE MIB_PER_S: nbdkit serving IMAGE on
+# $(disk_uri NAME), one request at a time, every write taking its length
+# at MIB_PER_S; no zero, trim or extents of its own (nbdkit zeroes by
+# writing, so zeroing is as slow as writing)
+zerowriting_disk() {
+  local img=$2 bps=$(($3 * MIB))
+  command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+  nbdkit -U "$T/$1.disk.sock" -P "$T/$1.disk.pid" eval \
+    get_size="echo $(stat -c %s "$img")" can_write='exit 0' can_flush='exit 0' \
+    thread_model='echo serialize_all_requests' flush='exit 0' \
+    pread="dd if=$img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes bs=1M status=none" \
+    pwrite="sleep \$(awk -v n=\$3 'BEGIN { print n / $bps }'); dd of=$img seek=\$4 conv=notrunc oflag=seek_bytes bs=1M iflag=fullblock status=none" \
+    >>"$T/$1.disk.log" 2>&1 || fail "nbdkit for $1 did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$1.disk.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/$1.disk.pid")")
+}
 
 # ra_line SERVER WHAT: the read-ahead's summary line "ra: WHAT..." that
 # SERVER printed at its stop (run with BM_RA_DEBUG=1); shown on stderr,

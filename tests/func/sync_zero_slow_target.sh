@@ -12,18 +12,8 @@ need nbdkit
 mkimg 64 a
 qemu-io -f raw "$T/a" -c 'write -P 0x5a 0 1M' >/dev/null   # data, then a hole
 head -c $((64 * MIB)) /dev/zero | tr '\0' '\063' >"$T/z.img"  # old data
-# pwrite sleeps for its length at 7 MiB/s; no zero callback (emulated by
-# writes), no extents (the copy cannot see that the target is not zero)
-img=$T/z.img
-nbdkit -U "$T/z.sock" -P "$T/z.pid" eval \
-  get_size="echo $((64 * MIB))" can_write='exit 0' can_flush='exit 0' \
-  thread_model='echo serialize_all_requests' flush='exit 0' \
-  pread="dd if=$img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes bs=1M status=none" \
-  pwrite="sleep \$(awk -v n=\$3 'BEGIN { print n / 7340032 }'); dd of=$img seek=\$4 conv=notrunc oflag=seek_bytes bs=1M iflag=fullblock status=none" \
-  >>"$T/z.log" 2>&1 || fail "nbdkit did not start"
-for _ in $(seq 1 100); do [ -s "$T/z.pid" ] && break; sleep 0.05; done
-PIDS+=("$(cat "$T/z.pid")")
-bm label -f m0 "$T/a" "nbd+unix:///?socket=$T/z.sock"
+zerowriting_disk z "$T/z.img" 7
+bm label -f m0 "$T/a" "$(disk_uri z)"
 serve m0 --io-timeout 2
 for _ in $(seq 1 300); do
   bm status m0 2>/dev/null | has COMPLETE && break
