@@ -16,7 +16,7 @@
  * over it); anything else costs `seek`.
  *
  *   nbdkit -U SOCK ./diskemu.so size=1G rate=80 [seek=MS] [cache=1M] [fill=SEED]
- *          [rotational=0|1]
+ *          [rotational=0|1] [ratefile=PATH]
  *     size   bytes (k/M/G suffixes as nbdkit parses them)
  *     rate   MiB/s for reads and writes (the head is shared)
  *     seek   milliseconds of a seek; > 0 also reports a rotating disk
@@ -27,6 +27,9 @@
  *     cache  read-ahead cache bytes (default 1M; 0 turns it off)
  *     fill   fill with pseudo-random data from SEED (same SEED, same data),
  *            so no minute is spent writing test data first
+ *     ratefile  a file whose content, when it exists, is the rate in MiB/s
+ *            from then on (looked at every 100 ms): a disk that slows
+ *            down, or speeds up, while it is read
  */
 #define NBDKIT_API_VERSION 2
 #include <errno.h>
@@ -34,6 +37,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,6 +52,8 @@ static uint64_t fill_seed;
 static bool fill;
 static int announce_rotational = -1; /* -1: seek > 0 */
 static uint8_t *mem;
+static char *ratefile;
+static double ratefile_seen;  /* when ratefile was last looked at */
 
 static pthread_mutex_t head_lock = PTHREAD_MUTEX_INITIALIZER;
 static double head_free;     /* when the head finishes what it has queued */
@@ -69,12 +75,30 @@ static void sleep_until(double t)
 		;
 }
 
+/* The rate ratefile says, if it exists and says one (head_lock held). */
+static void follow_ratefile(double t)
+{
+	char text[32];
+	FILE *f;
+
+	if (!ratefile || t - ratefile_seen < 0.1)
+		return;
+	ratefile_seen = t;
+	f = fopen(ratefile, "r");
+	if (!f)
+		return;
+	if (fgets(text, sizeof(text), f) && atof(text) > 0)
+		rate_bps = atof(text) * 1024 * 1024;
+	fclose(f);
+}
+
 /* Queues a transfer on the head and waits for it to finish. */
 static void service(uint32_t count, uint64_t offset, bool is_read)
 {
 	double t = now(), start, done, pos = 0;
 
 	pthread_mutex_lock(&head_lock);
+	follow_ratefile(t);
 	start = head_free > t ? head_free : t;
 	if (offset == head_pos && is_read && head_free < t) {
 		/* the drive kept reading ahead while idle, up to its cache */
@@ -129,6 +153,11 @@ static int diskemu_config(const char *key, const char *value)
 		}
 		announce_rotational = value[0] == '1';
 		return 0;
+	}
+	if (strcmp(key, "ratefile") == 0) {
+		free(ratefile);
+		ratefile = strdup(value);
+		return ratefile ? 0 : -1;
 	}
 	if (strcmp(key, "fill") == 0) {
 		fill = true;
@@ -216,7 +245,7 @@ static struct nbdkit_plugin plugin = {
 	.config = diskemu_config,
 	.config_complete = diskemu_config_complete,
 	.config_help = "size=SIZE rate=MIB_PER_S [seek=MS] [cache=SIZE] [fill=SEED] "
-	               "[rotational=0|1]",
+	               "[rotational=0|1] [ratefile=PATH]",
 	.open = diskemu_open,
 	.get_size = diskemu_get_size,
 	.can_multi_conn = diskemu_can_multi_conn,
