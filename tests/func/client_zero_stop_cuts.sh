@@ -17,7 +17,12 @@ bm label -n m0 "$T/a" "$(disk_uri z)"
 serve m0 --io-timeout 4
 qemu-io -f raw "$(uri m0)" -c 'discard 0 64M' >"$T/q.out" 2>&1 &
 PIDS+=("$!")
-sleep 4.5
+# the trim is under way on the slow component: its first piece landed
+for _ in $(seq 1 100); do
+  cmp -n $MIB "$T/z.img" /dev/zero >/dev/null 2>&1 && break
+  sleep 0.1
+done
+cmp -n $MIB "$T/z.img" /dev/zero >/dev/null || fail "the trim's first piece did not reach the slow component in 10 s"
 stop_gives_up m0 "$(disk_uri z)" 9000 "io-timeout 4 s" "write error"
 cmp -n $((64 * MIB)) "$T/a" /dev/zero >/dev/null || fail "the trim did not reach the other copy"
 # the next start knows the component missed the trim
