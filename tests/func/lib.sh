@@ -136,6 +136,32 @@ stop() {
   [ $rc -eq 0 ] || { cat "$T/$name.log" >&2; fail "server for $name exited $rc"; }
 }
 
+# zero_errdisk NAME DELAY: a 128 MiB memory disk whose zeroing takes
+# DELAY each and fails (EIO) once $T/NAME.fail exists; its requests logged
+# (zero_pieces NAME counts the zeroings it got), on $(disk_uri NAME)
+zero_errdisk() {
+  disk "$1" 128M --filter=log --filter=error --filter=delay logfile="$T/$1.reqlog" \
+    error-zero=EIO error-zero-rate=100% error-zero-file="$T/$1.fail" delay-zero="$2"
+}
+zero_pieces() { grep -c "Zero id=.* offset=" "$T/$1.reqlog" 2>/dev/null || true; }
+# zero_fails_after NAME N: waits (5 s at most) until zero_errdisk NAME got
+# N zeroings, then makes the next ones fail
+zero_fails_after() {
+  for _ in $(seq 1 100); do [ "$(zero_pieces "$1")" -ge "$2" ] && break; sleep 0.05; done
+  [ "$(zero_pieces "$1")" -ge "$2" ] || fail "$1 did not get $2 zero pieces in 5 s"
+  touch "$T/$1.fail"
+}
+
+# zero_long_client COMPONENT0 COMPONENT1: mirror m0 of the two, served, and a
+# client (pid in $client, output in $T/q.out) zeroing 96 MiB from 8 MiB
+zero_long_client() {
+  bm label -n m0 "$1" "$2"
+  serve m0
+  qemu-io -f raw "$(uri m0)" -c 'write -z 8M 96M' >"$T/q.out" 2>&1 &
+  client=$!
+  PIDS+=("$client")
+}
+
 # stop_within NAME MS WHY: `stop -f NAME` must end cleanly within MS ms
 # (WHY says what bounds it), with no request left unanswered; the time
 # it took in $stop_ms.
