@@ -157,6 +157,8 @@ static int diskemu_config(const char *key, const char *value)
 	if (strcmp(key, "ratefile") == 0) {
 		free(ratefile);
 		ratefile = strdup(value);
+		if (!ratefile)
+			nbdkit_error("out of memory");
 		return ratefile ? 0 : -1;
 	}
 	if (strcmp(key, "fill") == 0) {

@@ -218,18 +218,21 @@ static uint32_t zero_piece(uint64_t left)
 }
 
 /* Whether a zeroing in pieces ends here, unfinished, on this component:
- * the mirror is stopping and the request is older than the io-timeout.
- * A stop ends within io-timeout + 5 s (assemble.c); each piece is within
- * the watchdog's rules, the whole may take far longer.  The component is
- * then disconnected (an error that says it is gone), as the watchdog's
- * stop-time ceiling did to one long request, and the write is
- * acknowledged from the others if they hold it. */
-static bool stop_cuts(struct bm_mirror *m, const struct mreq *r)
+ * the mirror is stopping and the request, were it to wait for one more
+ * piece as long as the last one took, would be older than the
+ * io-timeout.  A stop ends within io-timeout + 5 s (assemble.c); each
+ * piece is within the watchdog's rules, the whole may take far longer.
+ * The component is then disconnected (an error that says it is gone), as
+ * the watchdog's stop-time ceiling did to one long request, and the write
+ * is acknowledged from the others if they hold it. */
+static bool stop_cuts(struct bm_mirror *m, const struct mreq *r,
+                      const struct sub *s)
 {
 	uint64_t limit = (uint64_t)atomic_load(&m->io_timeout_ms) * 1000000u;
+	uint64_t now = bm_now_ns();
 
 	return limit && atomic_load(&m->stopping) &&
-	       bm_now_ns() - r->t0_ns >= limit;
+	       (now - r->t0_ns) + (now - s->t0_ns) >= limit;
 }
 
 /* Whether s is a zeroing in pieces with pieces left after the one in br. */
@@ -264,7 +267,7 @@ static void write_done(struct bm_breq *br, int result)
 	bm_comp_leave(c, s->t0_ns, br->op, !br->unanswered);
 	account(c, s, result);
 	if (result == 0 && pieces_left(s)) {
-		if (!stop_cuts(m, r)) {
+		if (!stop_cuts(m, r, s)) {
 			next_piece(s);
 			return;
 		}

@@ -9,14 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 need nbdkit
-mkimg 72 a
-head -c $((72 * MIB)) /dev/zero | tr '\0' '\063' >"$T/a"
-cp "$T/a" "$T/z.img"
-zerowriting_disk z "$T/z.img" 4
-bm label -n m0 "$T/a" "$(disk_uri z)"
-serve m0 --io-timeout 4
-qemu-io -f raw "$(uri m0)" -c 'discard 0 64M' >"$T/q.out" 2>&1 &
-PIDS+=("$!")
+slow_trim 4 4 72 64
 # the trim is under way on the slow component: its first piece landed
 for _ in $(seq 1 100); do
   cmp -n $MIB "$T/z.img" /dev/zero >/dev/null 2>&1 && break

@@ -136,6 +136,21 @@ stop() {
   [ $rc -eq 0 ] || { cat "$T/$name.log" >&2; fail "server for $name exited $rc"; }
 }
 
+# slow_trim MIB_PER_S IO_TIMEOUT SIZE TRIM: mirror m0 of a file and a
+# zerowriting_disk z at MIB_PER_S (both SIZE MiB of old data, 0x33),
+# served with --io-timeout IO_TIMEOUT, and a client trimming the first
+# TRIM MiB in one request, in the background (output in $T/q.out)
+slow_trim() {
+  mkimg "$3" a
+  head -c $(($3 * MIB)) /dev/zero | tr '\0' '\063' >"$T/a"
+  cp "$T/a" "$T/z.img"
+  zerowriting_disk z "$T/z.img" "$1"
+  bm label -n m0 "$T/a" "$(disk_uri z)"
+  serve m0 --io-timeout "$2"
+  qemu-io -f raw "$(uri m0)" -c "discard 0 $4M" >"$T/q.out" 2>&1 &
+  PIDS+=("$!")
+}
+
 # zero_errdisk NAME DELAY: a 128 MiB memory disk whose zeroing takes
 # DELAY each and fails (EIO) once $T/NAME.fail exists; its requests logged
 # (zero_pieces NAME counts the zeroings it got), on $(disk_uri NAME)
