@@ -21,7 +21,8 @@
  *         goes to each component in pieces of that, one after another
  *         (the next when the one before succeeded), so that a component
  *         that zeroes by writing ends something within the io-timeout
- *         (at a stop, one older than the io-timeout is cut: stop_cuts).
+ *         (at a stop, one that would outlast the io-timeout is cut:
+ *         stop_cuts).
  *         When all completed without error it is acknowledged.
  *         Otherwise the event thread first applies (and records in the
  *         labels) every failure found up to then, this one's included, and
