@@ -1,13 +1,15 @@
 # A client's long WRITE_ZEROES (96 MiB: in pieces of 8 MiB) when both
 # components start failing them at different pieces, one slow (each
-# zeroing 150 ms) and one fast (30 ms): no copy holds the request, so the
+# zeroing 300 ms) and one fast (100 ms): no copy holds the request, so the
 # client gets an error, not an acknowledgement; the first to fail is
 # FAILED, the last is kept in service (never failed out), and the mirror
-# still serves: a read after it succeeds.
+# still serves: a read after it succeeds.  (Each disk is switched to
+# failing once its log shows its first pieces: the fast one's 12 pieces
+# take 1.2 s, so a poll that comes 0.9 s late still finds pieces left.)
 . "$(dirname "$0")/lib.sh"
 need qemu-io
-zero_errdisk slow 150ms
-zero_errdisk fast 30ms
+zero_errdisk slow 300ms
+zero_errdisk fast 100ms
 zero_long_client "$(disk_uri slow)" "$(disk_uri fast)"
 zero_fails_after slow 1
 zero_fails_after fast 3
