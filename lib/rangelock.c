@@ -36,7 +36,6 @@ void bm_rangelock_init(struct bm_rangelock *rl)
 	pthread_cond_init(&rl->cond, NULL);
 	rl->shared = NULL;
 	rl->excl = NULL;
-	rl->window_busy = false;
 }
 
 void bm_rangelock_destroy(struct bm_rangelock *rl)
@@ -184,27 +183,6 @@ void bm_rangelock_excl_release(struct bm_rangelock *rl,
 {
 	pthread_mutex_lock(&rl->lock);
 	unlink_hold(&rl->excl, h);
-	pthread_cond_broadcast(&rl->cond);
-	pthread_mutex_unlock(&rl->lock);
-}
-
-void bm_rangelock_exclusive(struct bm_rangelock *rl, uint64_t start,
-                            uint64_t len)
-{
-	bm_sendbatch_flush(); /* never sleep on a deferred send */
-	pthread_mutex_lock(&rl->lock);
-	while (rl->window_busy)
-		pthread_cond_wait(&rl->cond, &rl->lock);
-	rl->window_busy = true;
-	pthread_mutex_unlock(&rl->lock);
-	bm_rangelock_excl_hold(rl, &rl->window, start, len);
-}
-
-void bm_rangelock_exclusive_release(struct bm_rangelock *rl)
-{
-	pthread_mutex_lock(&rl->lock);
-	unlink_hold(&rl->excl, &rl->window);
-	rl->window_busy = false;
 	pthread_cond_broadcast(&rl->cond);
 	pthread_mutex_unlock(&rl->lock);
 }

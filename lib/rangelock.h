@@ -25,9 +25,10 @@
  * then not taken) so that it can tend to its own chunks first: it never
  * waits for a hold that waits for it.
  *
- * bm_rangelock_exclusive() / _release() are the one-window form (repairs,
- * a check job): one such window per lock at a time (a second caller waits
- * for the first to release), alongside any number of explicit holds.
+ * A repair (recover.c) takes the polite form too, with a short wait: a
+ * client write may keep a range for minutes (a long zeroing in pieces),
+ * and the repair then tries again later rather than keeping its thread,
+ * and every write to its range, waiting that long.
  */
 #ifndef BM_RANGELOCK_H
 #define BM_RANGELOCK_H
@@ -47,8 +48,6 @@ struct bm_rangelock {
 	pthread_cond_t cond;           /* a hold was released or shrunk */
 	struct bm_range_hold *shared;  /* list of shared holds */
 	struct bm_range_hold *excl;    /* exclusive holds, pending or granted */
-	bool window_busy;              /* the one-window form is in use */
-	struct bm_range_hold window;   /* its hold */
 };
 
 void bm_rangelock_init(struct bm_rangelock *rl);
@@ -79,10 +78,5 @@ void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
 /* Releases it; any thread may (the sync releases from completions). */
 void bm_rangelock_excl_release(struct bm_rangelock *rl,
                                struct bm_range_hold *h);
-
-/* The one-window form. */
-void bm_rangelock_exclusive(struct bm_rangelock *rl, uint64_t start,
-                            uint64_t len);
-void bm_rangelock_exclusive_release(struct bm_rangelock *rl);
 
 #endif

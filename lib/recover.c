@@ -6,7 +6,16 @@
  *    from a good copy and read back.  Under an exclusive range hold, so no
  *    client write to the range can be overwritten by the old data.  A
  *    rewrite that fails, or more than read_error_limit repaired errors,
- *    fails the component.
+ *    fails the component.  The hold is asked for a while only (200 ms,
+ *    doubling with each try up to the io-timeout, 5 s at most): a client write that
+ *    keeps the range for long (a zeroing of GiBs in 8 MiB pieces on a disk
+ *    that zeroes at a few MiB/s) would otherwise keep this thread from
+ *    every other repair and reconnection, and every later client write to
+ *    the range (they wait for a pending exclusive hold) waiting with it.
+ *    A repair not granted is tried again a second later, or later still
+ *    after long waits (at most half of the time writes to the range wait
+ *    for it); writes that take their time end, so a longer wait is
+ *    granted in the end.  The same repair is queued once.
  *  - Reconnection: a DISCONNECTED component (its connection died, its
  *    device or file went away, it stopped answering) is reopened by its
  *    path with a growing delay (1 s, doubling to 30 s).  When it answers
@@ -35,28 +44,93 @@
 
 #define RETRY_FIRST_MS 1000
 #define RETRY_MAX_MS 30000
+#define REPAIR_HOLD_FIRST_MS 200   /* a repair's first wait for its range */
+#define REPAIR_AGAIN_MS 1000       /* and the least time before the next */
+#define REPAIR_HOLD_MAX_MS 5000    /* the longest wait (if io-timeout is) */
 
 struct bm_repair {
 	int comp;
 	uint64_t off;
 	uint32_t len;
+	long hold_wait_ms;       /* how long the next try waits for the range */
+	long long not_before_ms; /* when it may be tried (bm_now_ms) */
 	struct bm_repair *next;
 };
 
 void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
                        uint32_t len)
 {
+	pthread_mutex_lock(&m->rc_lock);
+	for (struct bm_repair *q = m->rc_head; q; q = q->next) {
+		if (q->comp == comp && q->off == off && q->len == len) {
+			/* queued already (reads of a range whose repair waits
+			 * fail again, each asking for it) */
+			pthread_mutex_unlock(&m->rc_lock);
+			return;
+		}
+	}
 	struct bm_repair *rp = calloc(1, sizeof(*rp));
-
-	if (!rp)
+	if (!rp) {
+		pthread_mutex_unlock(&m->rc_lock);
 		return; /* the next read error tries again */
+	}
 	rp->comp = comp;
 	rp->off = off;
 	rp->len = len;
-	pthread_mutex_lock(&m->rc_lock);
+	rp->hold_wait_ms = REPAIR_HOLD_FIRST_MS;
 	rp->next = m->rc_head;
 	m->rc_head = rp;
 	pthread_cond_signal(&m->rc_cond);
+	pthread_mutex_unlock(&m->rc_lock);
+}
+
+/* The first repair that may be tried now, unlinked; NULL if none.
+ * Caller holds rc_lock. */
+static struct bm_repair *take_due_repair(struct bm_mirror *m)
+{
+	long long now = bm_now_ms();
+
+	for (struct bm_repair **pp = &m->rc_head; *pp; pp = &(*pp)->next) {
+		struct bm_repair *rp = *pp;
+		if (rp->not_before_ms <= now) {
+			*pp = rp->next;
+			return rp;
+		}
+	}
+	return NULL;
+}
+
+/* Whether a repair may be tried now.  Caller holds rc_lock. */
+static bool repair_due(struct bm_mirror *m)
+{
+	long long now = bm_now_ms();
+
+	for (struct bm_repair *rp = m->rc_head; rp; rp = rp->next)
+		if (rp->not_before_ms <= now)
+			return true;
+	return false;
+}
+
+/* rp, not granted its range, queued again for later: after as long as
+ * it waited (so that client writes to the range wait for it at most half
+ * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long,
+ * up to the io-timeout and REPAIR_HOLD_MAX_MS (a stop waits for a try:
+ * the recovery thread looks at rc_stop between them). */
+static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
+{
+	long waited = rp->hold_wait_ms;
+	long cap = atomic_load(&m->io_timeout_ms);
+
+	if (cap <= 0 || cap > REPAIR_HOLD_MAX_MS)
+		cap = REPAIR_HOLD_MAX_MS;
+	rp->not_before_ms = bm_now_ms() +
+	                    (waited > REPAIR_AGAIN_MS ? waited : REPAIR_AGAIN_MS);
+	rp->hold_wait_ms = waited * 2 < cap ? waited * 2 : cap;
+	if (rp->hold_wait_ms < waited)
+		rp->hold_wait_ms = waited;
+	pthread_mutex_lock(&m->rc_lock);
+	rp->next = m->rc_head;
+	m->rc_head = rp;
 	pthread_mutex_unlock(&m->rc_lock);
 }
 
@@ -97,21 +171,27 @@ static int comp_io(struct bm_mirror *m, struct bm_component *c,
 	return err;
 }
 
-static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
+/* False when the range was not granted in time: rp is to be tried again
+ * (repair_later). */
+static bool repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 {
 	struct bm_component *c = &m->comp[rp->comp];
+	struct bm_range_hold hold;
 	void *good = NULL, *back = NULL;
 	char why[200];
 	int err = -ENOMEM;
 
 	if (atomic_load(&c->state) != BM_CS_ACTIVE)
-		return;
+		return true;
+	if (!bm_rangelock_excl_try_hold(&m->rl, &hold, rp->off, rp->len,
+	                                rp->hold_wait_ms))
+		return false;
 	if (posix_memalign(&good, 4096, rp->len) ||
 	    posix_memalign(&back, 4096, rp->len)) {
 		free(good);
-		return;
+		bm_rangelock_excl_release(&m->rl, &hold);
+		return true;
 	}
-	bm_rangelock_exclusive(&m->rl, rp->off, rp->len);
 	uint32_t tried = 1u << rp->comp;
 	for (;;) {
 		int src = bm_balance_pick(m, rp->off, rp->len, tried);
@@ -131,17 +211,17 @@ static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 		err = comp_io(m, c, BM_BOP_READ, back, rp->len, rp->off);
 	if (err == 0 && memcmp(good, back, rp->len) != 0)
 		err = -EILSEQ;
-	bm_rangelock_exclusive_release(&m->rl);
+	bm_rangelock_excl_release(&m->rl, &hold);
 	free(good);
 	free(back);
 	if (err == -ENODATA)
-		return; /* no other copy could read it now: leave it */
+		return true; /* no other copy could read it now: leave it */
 	if (err < 0) {
 		snprintf(why, sizeof(why), "read error at offset %llu, length "
 		         "%u, and rewriting it failed: %s",
 		         (unsigned long long)rp->off, rp->len, strerror(-err));
 		fail_comp(m, c, why);
-		return;
+		return true;
 	}
 	int n = atomic_fetch_add(&c->read_errors, 1) + 1;
 	bm_event_post(m, BM_SEV_NOTICE, BM_EV_READ_ERROR_REPAIRED, c->path, "read error at offset %llu, length %u: rewritten from a good copy (%d so far)", (unsigned long long)rp->off, rp->len, n);
@@ -150,6 +230,7 @@ static void repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 		         atomic_load(&m->read_error_limit));
 		fail_comp(m, c, why);
 	}
+	return true;
 }
 
 /* Reads the label of a reopened component; 0 when it is this component
@@ -323,19 +404,27 @@ static void *rc_main(void *arg)
 	pthread_setname_np(pthread_self(), "bm-recover");
 	pthread_mutex_lock(&m->rc_lock);
 	while (!m->rc_stop) {
-		struct bm_repair *rp = m->rc_head;
+		struct bm_repair *rp = take_due_repair(m);
 		if (rp) {
-			m->rc_head = rp->next;
 			pthread_mutex_unlock(&m->rc_lock);
-			repair_one(m, rp);
-			free(rp);
+			if (repair_one(m, rp))
+				free(rp);
+			else
+				repair_later(m, rp);
+			/* reconnections are not kept waiting by a queue of
+			 * repairs that each wait for their range */
+			reconnect_due(m);
 			pthread_mutex_lock(&m->rc_lock);
 			continue;
 		}
 		pthread_mutex_unlock(&m->rc_lock);
 		reconnect_due(m);
 		pthread_mutex_lock(&m->rc_lock);
-		if (m->rc_stop || m->rc_head)
+		if (m->rc_stop)
+			continue;
+		/* a repair due (queued meanwhile): at once; one due later
+		 * is looked at within the 250 ms below */
+		if (repair_due(m))
 			continue;
 		struct timespec ts = bm_deadline_ms(CLOCK_MONOTONIC, 250);
 		pthread_cond_timedwait(&m->rc_cond, &m->rc_lock, &ts);

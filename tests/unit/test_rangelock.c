@@ -1,4 +1,4 @@
-/* The sync range lock: an exclusive window waits for overlapping writes and
+/* The sync range lock: an exclusive hold waits for overlapping writes and
  * holds off new ones; writes elsewhere pass. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,12 +12,13 @@ static atomic_int stage;
 
 static void *exclusive_thread(void *arg)
 {
+	struct bm_range_hold h;
 	(void)arg;
-	bm_rangelock_exclusive(&rl, 1000, 1000);
+	bm_rangelock_excl_hold(&rl, &h, 1000, 1000);
 	atomic_store(&stage, 1);
 	usleep(50000);
 	atomic_store(&stage, 2);
-	bm_rangelock_exclusive_release(&rl);
+	bm_rangelock_excl_release(&rl, &h);
 	return NULL;
 }
 

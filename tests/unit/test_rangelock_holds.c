@@ -1,5 +1,5 @@
-/* Several exclusive holds at once (the pipelined sync) beside the one-window
- * form (repairs, a check): a pending hold never waits for another pending
+/* Several exclusive holds at once (the pipelined sync) beside a window of
+ * another thread (a check): a pending hold never waits for another pending
  * one, granted holds exclude each other where they overlap, shrinking lets
  * a writer in, writes wait for pending holds (no starvation), and the
  * polite form yields to an older pending window. */
@@ -15,10 +15,11 @@ static atomic_int window_granted, writer_in;
 
 static void *window_thread(void *arg)
 {
+	struct bm_range_hold h;
 	(void)arg;
-	bm_rangelock_exclusive(&rl, 500, 1000); /* [500, 1500) */
+	bm_rangelock_excl_hold(&rl, &h, 500, 1000); /* [500, 1500) */
 	atomic_store(&window_granted, 1);
-	bm_rangelock_exclusive_release(&rl);
+	bm_rangelock_excl_release(&rl, &h);
 	return NULL;
 }
 
