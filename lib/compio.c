@@ -49,6 +49,7 @@ struct sub {
 	uint32_t repair;  /* read: those that answered with an error */
 	uint64_t t0_ns;
 	uint64_t zero_end; /* zeroing in pieces: where the whole range ends */
+	bool cut;          /* zeroing ended unfinished by a stop (stop_cuts) */
 };
 
 struct mreq {
@@ -272,6 +273,7 @@ static void write_done(struct bm_breq *br, int result)
 			next_piece(s);
 			return;
 		}
+		s->cut = true;
 		result = -ETIMEDOUT;
 	}
 	s->result = result;
@@ -289,6 +291,7 @@ static void write_done(struct bm_breq *br, int result)
 	 * one event each kind, the decision after both. */
 	uint32_t gone = 0, other = 0;
 	int gone_err = -ENOTCONN, other_err = -EIO;
+	bool all_cut = true; /* every component gone was cut by the stop */
 	for (int k = 0; k < r->nsub; k++) {
 		struct sub *f = &r->sub[k];
 		if (!(failed & (1u << f->comp)))
@@ -296,6 +299,7 @@ static void write_done(struct bm_breq *br, int result)
 		if (bm_error_is_gone(f->result)) {
 			gone |= 1u << f->comp;
 			gone_err = f->result;
+			all_cut = all_cut && f->cut;
 		} else {
 			other |= 1u << f->comp;
 			other_err = f->result;
@@ -303,15 +307,18 @@ static void write_done(struct bm_breq *br, int result)
 	}
 	const char *what = r->io->type == BM_IO_FLUSH ? "flush error"
 	                                               : "write error";
+	const char *gone_what = gone && all_cut
+	        ? "zeroing left unfinished at the stop (caught up later)"
+	        : what;
 	const unsigned *ep = epochs_of(m, r->sub, r->nsub);
 	if (gone && other)
-		bm_ev_fail(m, gone, ep, what, gone_err, r->io->offset,
+		bm_ev_fail(m, gone, ep, gone_what, gone_err, r->io->offset,
 		           r->io->length, NULL, NULL);
 	if (other)
 		bm_ev_fail(m, other, ep, what, other_err, r->io->offset,
 		           r->io->length, write_decide, r);
 	else
-		bm_ev_fail(m, gone, ep, what, gone_err, r->io->offset,
+		bm_ev_fail(m, gone, ep, gone_what, gone_err, r->io->offset,
 		           r->io->length, write_decide, r);
 }
 
@@ -369,6 +376,7 @@ static void sub_init(struct mreq *r, int k, int comp, enum bm_bop op,
 	s->br.done = done;
 	s->br.opaque = s;
 	s->zero_end = 0;
+	s->cut = false;
 	if ((op == BM_BOP_ZERO || op == BM_BOP_TRIM) && len > BM_ZERO_PIECE) {
 		s->zero_end = off + len;
 		s->br.length = BM_ZERO_PIECE;
