@@ -307,9 +307,11 @@ static void write_done(struct bm_breq *br, int result)
 	}
 	const char *what = r->io->type == BM_IO_FLUSH ? "flush error"
 	                                               : "write error";
-	const char *gone_what = gone && all_cut
-	        ? "zeroing left unfinished at the stop (caught up later)"
-	        : what;
+	const char *gone_what =
+	        !(gone && all_cut) ? what
+	        : r->io->type == BM_IO_TRIM
+	                ? "trim left unfinished at the stop (caught up later)"
+	                : "zeroing left unfinished at the stop (caught up later)";
 	const unsigned *ep = epochs_of(m, r->sub, r->nsub);
 	if (gone && other)
 		bm_ev_fail(m, gone, ep, gone_what, gone_err, r->io->offset,

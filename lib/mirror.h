@@ -346,6 +346,7 @@ struct bm_mirror {
 	pthread_mutex_t rc_lock;
 	pthread_cond_t rc_cond;
 	struct bm_repair *rc_head;
+	const struct bm_repair *rc_trying; /* the one being tried, off the list */
 	bool rc_stop;
 
 	/* sync thread (sync.c): lives as long as the mirror; sync_lock */

@@ -32,8 +32,15 @@ static void unlink_hold(struct bm_range_hold **list, struct bm_range_hold *h)
 
 void bm_rangelock_init(struct bm_rangelock *rl)
 {
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&rl->lock, NULL);
-	pthread_cond_init(&rl->cond, NULL);
+	/* timed waits on the monotonic clock: a step of the wall clock
+	 * neither stretches nor cuts them */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rl->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	rl->shared = NULL;
 	rl->excl = NULL;
 }
@@ -112,7 +119,7 @@ bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
 	link_front(&rl->excl, h);
 	while (!(ok = grantable(rl, h)) && !(cancel && atomic_load(cancel))) {
 		if (cancel) {
-			struct timespec dl = bm_deadline_ms(CLOCK_REALTIME, 100);
+			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC, 100);
 			pthread_cond_timedwait(&rl->cond, &rl->lock, &dl);
 		} else {
 			pthread_cond_wait(&rl->cond, &rl->lock);
@@ -128,6 +135,12 @@ bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
 	return ok;
 }
 
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* No older pending exclusive hold over h (older ones are further down the
  * list: holds are linked at the front).  Caller holds rl->lock. */
 static bool no_older_pending(struct bm_range_hold *h)
@@ -140,9 +153,10 @@ static bool no_older_pending(struct bm_range_hold *h)
 
 bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
                                 struct bm_range_hold *h, uint64_t start,
-                                uint64_t len, long timeout_ms)
+                                uint64_t len, long timeout_ms,
+                                const atomic_bool *cancel)
 {
-	struct timespec deadline = bm_deadline_ms(CLOCK_REALTIME, timeout_ms);
+	struct timespec deadline = bm_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
 	bool ok;
 
 	h->start = start;
@@ -151,12 +165,20 @@ bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
 	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	link_front(&rl->excl, h);
-	while (!(ok = grantable(rl, h) && no_older_pending(h)) &&
-	       pthread_cond_timedwait(&rl->cond, &rl->lock, &deadline) !=
-	               ETIMEDOUT)
-		;
-	if (!ok)
+	for (;;) {
 		ok = grantable(rl, h) && no_older_pending(h);
+		if (ok || (cancel && atomic_load(cancel)))
+			break;
+		/* with a cancel, wake every 100 ms to look at it */
+		struct timespec soon = bm_deadline_ms(CLOCK_MONOTONIC, 100);
+		bool last = !cancel || !ts_before(&soon, &deadline);
+		if (pthread_cond_timedwait(&rl->cond, &rl->lock,
+		                           last ? &deadline : &soon) == ETIMEDOUT &&
+		    last) {
+			ok = grantable(rl, h) && no_older_pending(h);
+			break;
+		}
+	}
 	if (ok) {
 		h->granted = true;
 	} else {

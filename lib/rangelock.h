@@ -68,10 +68,12 @@ bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
                                         uint64_t start, uint64_t len,
                                         const atomic_bool *cancel);
 /* The polite form: true once granted; false (h not held) after
- * timeout_ms. */
+ * timeout_ms, or once *cancel is true (looked at every 100 ms; NULL:
+ * never). */
 bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
                                 struct bm_range_hold *h, uint64_t start,
-                                uint64_t len, long timeout_ms);
+                                uint64_t len, long timeout_ms,
+                                const atomic_bool *cancel);
 /* Shortens a granted hold to [start, start+len) (len <= its length). */
 void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
                               struct bm_range_hold *h, uint64_t len);

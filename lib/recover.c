@@ -6,16 +6,18 @@
  *    from a good copy and read back.  Under an exclusive range hold, so no
  *    client write to the range can be overwritten by the old data.  A
  *    rewrite that fails, or more than read_error_limit repaired errors,
- *    fails the component.  The hold is asked for a while only (200 ms,
- *    doubling with each try up to the io-timeout, 5 s at most): a client write that
- *    keeps the range for long (a zeroing of GiBs in 8 MiB pieces on a disk
- *    that zeroes at a few MiB/s) would otherwise keep this thread from
- *    every other repair and reconnection, and every later client write to
- *    the range (they wait for a pending exclusive hold) waiting with it.
- *    A repair not granted is tried again a second later, or later still
- *    after long waits (at most half of the time writes to the range wait
- *    for it); writes that take their time end, so a longer wait is
- *    granted in the end.  The same repair is queued once.
+ *    fails the component.  The hold is asked for a while only (200 ms
+ *    first, doubling with each try): a client write that keeps the range
+ *    for long (a zeroing of GiBs in 8 MiB pieces on a disk that zeroes at
+ *    a few MiB/s) would otherwise keep this thread from every other
+ *    repair and reconnection, and every later client write to the range
+ *    (they wait for a pending exclusive hold) waiting with it.  A repair
+ *    not granted is tried again a second later, or as long as it waited
+ *    if more (so writes to the range wait for it at most half the time);
+ *    since each try waits twice as long, it is granted in the end however
+ *    long the writes over it last (the old unbounded wait, reached in
+ *    steps).  A try gives up at once when the mirror stops.  The same
+ *    repair is queued once (also while it is being tried).
  *  - Reconnection: a DISCONNECTED component (its connection died, its
  *    device or file went away, it stopped answering) is reopened by its
  *    path with a growing delay (1 s, doubling to 30 s).  When it answers
@@ -46,7 +48,7 @@
 #define RETRY_MAX_MS 30000
 #define REPAIR_HOLD_FIRST_MS 200   /* a repair's first wait for its range */
 #define REPAIR_AGAIN_MS 1000       /* and the least time before the next */
-#define REPAIR_HOLD_MAX_MS 5000    /* the longest wait (if io-timeout is) */
+#define REPAIR_HOLD_MAX_MS 600000  /* the doubling stops here */
 
 struct bm_repair {
 	int comp;
@@ -61,6 +63,13 @@ void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
                        uint32_t len)
 {
 	pthread_mutex_lock(&m->rc_lock);
+	const struct bm_repair *t = m->rc_trying;
+	if (t && t->comp == comp && t->off == off && t->len == len) {
+		/* being tried: a read that failed while it waits for its
+		 * range asks again */
+		pthread_mutex_unlock(&m->rc_lock);
+		return;
+	}
 	for (struct bm_repair *q = m->rc_head; q; q = q->next) {
 		if (q->comp == comp && q->off == off && q->len == len) {
 			/* queued already (reads of a range whose repair waits
@@ -113,25 +122,18 @@ static bool repair_due(struct bm_mirror *m)
 
 /* rp, not granted its range, queued again for later: after as long as
  * it waited (so that client writes to the range wait for it at most half
- * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long,
- * up to the io-timeout and REPAIR_HOLD_MAX_MS (a stop waits for a try:
- * the recovery thread looks at rc_stop between them). */
+ * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long.
+ * Caller holds rc_lock. */
 static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
 {
 	long waited = rp->hold_wait_ms;
-	long cap = atomic_load(&m->io_timeout_ms);
 
-	if (cap <= 0 || cap > REPAIR_HOLD_MAX_MS)
-		cap = REPAIR_HOLD_MAX_MS;
 	rp->not_before_ms = bm_now_ms() +
 	                    (waited > REPAIR_AGAIN_MS ? waited : REPAIR_AGAIN_MS);
-	rp->hold_wait_ms = waited * 2 < cap ? waited * 2 : cap;
-	if (rp->hold_wait_ms < waited)
-		rp->hold_wait_ms = waited;
-	pthread_mutex_lock(&m->rc_lock);
+	if (waited < REPAIR_HOLD_MAX_MS / 2)
+		rp->hold_wait_ms = waited * 2;
 	rp->next = m->rc_head;
 	m->rc_head = rp;
-	pthread_mutex_unlock(&m->rc_lock);
 }
 
 void bm_recover_kick(struct bm_mirror *m)
@@ -184,7 +186,7 @@ static bool repair_one(struct bm_mirror *m, const struct bm_repair *rp)
 	if (atomic_load(&c->state) != BM_CS_ACTIVE)
 		return true;
 	if (!bm_rangelock_excl_try_hold(&m->rl, &hold, rp->off, rp->len,
-	                                rp->hold_wait_ms))
+	                                rp->hold_wait_ms, &m->stopping))
 		return false;
 	if (posix_memalign(&good, 4096, rp->len) ||
 	    posix_memalign(&back, 4096, rp->len)) {
@@ -406,13 +408,20 @@ static void *rc_main(void *arg)
 	while (!m->rc_stop) {
 		struct bm_repair *rp = take_due_repair(m);
 		if (rp) {
+			m->rc_trying = rp;
 			pthread_mutex_unlock(&m->rc_lock);
-			if (repair_one(m, rp))
+			bool done = repair_one(m, rp);
+			pthread_mutex_lock(&m->rc_lock);
+			m->rc_trying = NULL;
+			if (done)
 				free(rp);
 			else
 				repair_later(m, rp);
+			if (m->rc_stop)
+				continue;
 			/* reconnections are not kept waiting by a queue of
 			 * repairs that each wait for their range */
+			pthread_mutex_unlock(&m->rc_lock);
 			reconnect_due(m);
 			pthread_mutex_lock(&m->rc_lock);
 			continue;

@@ -524,7 +524,8 @@ static bool chunk_prepare(struct sync_run *run, struct chunk *c, uint64_t off,
 	c->stage = ST_READ;
 	c->tried = 0;
 	c->result = 0;
-	if (!bm_rangelock_excl_try_hold(&m->rl, &c->hold, off, len, WAIT_MS))
+	if (!bm_rangelock_excl_try_hold(&m->rl, &c->hold, off, len, WAIT_MS,
+	                                NULL))
 		return false;
 	c->held = true;
 	if (!zero)

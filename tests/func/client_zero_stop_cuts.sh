@@ -3,8 +3,8 @@
 # 8 MiB piece 2 s, within the io-timeout of 4 s): the stop still ends in
 # io-timeout + 5 s.  No piece is sent that, as long as the last, would
 # take the request past the io-timeout; the component is given up, the
-# trim is acknowledged from the other copy (the log says the zeroing was
-# left unfinished at the stop), and the next start copies the component
+# trim is acknowledged from the other copy (the log says the trim was left
+# unfinished at the stop), and the next start copies the component
 # again.  (Without the cut, the pieces went on through the
 # stop: it took 12.9 s.)
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +18,7 @@ for _ in $(seq 1 100); do
 done
 cmp -n $MIB "$T/z.img" /dev/zero >/dev/null || fail "the trim's first piece did not reach the slow component in 10 s"
 stop_gives_up m0 "$(disk_uri z)" 9000 "io-timeout 4 s" \
-  "zeroing left unfinished at the stop (caught up later): Connection timed out (offset 0, length $((64 * MIB)))"
+  "trim left unfinished at the stop (caught up later): Connection timed out (offset 0, length $((64 * MIB)))"
 cmp -n $((64 * MIB)) "$T/a" /dev/zero >/dev/null || fail "the trim did not reach the other copy"
 # the next start knows the component missed the trim
 serve m0

@@ -14,5 +14,5 @@ queued() { bm stat m0 -c 1 -I 100ms --json | jq -e '.rows[1].queue >= 1' >/dev/n
 for _ in $(seq 1 50); do queued && break; sleep 0.1; done
 queued || fail "the trim did not reach the slow component in 5 s"
 stop_gives_up m0 "$(disk_uri z)" 15000 "io-timeout 10 s" \
-  "zeroing left unfinished at the stop (caught up later): Connection timed out (offset 0, length $((24 * MIB)))"
+  "trim left unfinished at the stop (caught up later): Connection timed out (offset 0, length $((24 * MIB)))"
 echo "ok: a stop cut a trim of 8 s pieces in $stop_ms ms"

@@ -5,6 +5,8 @@
  * polite form yields to an older pending window. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -32,6 +34,23 @@ static void *writer_thread(void *arg)
 	atomic_store(&writer_in, 1);
 	bm_rangelock_shared_release(&rl, &h);
 	return NULL;
+}
+
+static atomic_bool cancel_it;
+
+static void *canceller_thread(void *arg)
+{
+	(void)arg;
+	usleep(50000);
+	atomic_store(&cancel_it, true);
+	return NULL;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 static void wait_for(atomic_int *v)
@@ -93,7 +112,7 @@ int main(void)
 	bm_rangelock_excl_hold(&rl, &a, 0, 1000);
 	pthread_create(&win, NULL, window_thread, NULL); /* [500, 1500) */
 	usleep(30000);
-	if (bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 50)) {
+	if (bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 50, NULL)) {
 		CHECK(!"the polite hold got in before an older window");
 		bm_rangelock_excl_release(&rl, &b);
 	}
@@ -107,7 +126,35 @@ int main(void)
 	bm_rangelock_excl_release(&rl, &a);
 	wait_for(&window_granted);
 	pthread_join(win, NULL);
-	CHECK(bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000));
+	CHECK(bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000, NULL));
+	bm_rangelock_excl_release(&rl, &b);
+
+	/* The polite form with a cancel (a repair at a stop): behind a write
+	 * that stays, it gives up once cancelled, long before its timeout,
+	 * and a write gets in after it. */
+	struct bm_range_hold w;
+	pthread_t can;
+	bm_rangelock_shared(&rl, &w, 1000, 10);
+	pthread_create(&can, NULL, canceller_thread, NULL);
+	long long t0 = now_ms();
+	CHECK(!bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000, &cancel_it));
+	long long took = now_ms() - t0;
+	CHECK(took >= 40 && took < 1000);
+	pthread_join(can, NULL);
+	atomic_store(&writer_in, 0);
+	at = 1500;
+	pthread_create(&wr, NULL, writer_thread, &at);
+	wait_for(&writer_in);
+	CHECK_EQ(atomic_load(&writer_in), 1);
+	pthread_join(wr, NULL);
+	/* Cancelled before it starts: no wait at all, even when granted
+	 * would need one. */
+	t0 = now_ms();
+	CHECK(!bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000, &cancel_it));
+	CHECK(now_ms() - t0 < 50);
+	bm_rangelock_shared_release(&rl, &w);
+	/* nothing over it now: granted even when cancelled */
+	CHECK(bm_rangelock_excl_try_hold(&rl, &b, 1000, 1000, 5000, &cancel_it));
 	bm_rangelock_excl_release(&rl, &b);
 	bm_rangelock_destroy(&rl);
 	return check_exit();
