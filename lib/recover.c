@@ -13,10 +13,14 @@
  *    repair and reconnection, and every later client write to the range
  *    (they wait for a pending exclusive hold) waiting with it.  A repair
  *    not granted is tried again a second later, or as long as it waited
- *    if more (so writes to the range wait for it at most half the time);
- *    since each try waits twice as long, it is granted in the end however
- *    long the writes over it last (the old unbounded wait, reached in
- *    steps).  A try gives up at once when the mirror stops.  The same
+ *    if more (so writes to the range wait for it at most half the time),
+ *    each try waiting twice as long, up to 5 s: never long enough to
+ *    keep a client's write past its patience.  Writes that keep a range
+ *    longer than that, one after another without a gap, can keep its
+ *    repair waiting as long as they go on; they write the range
+ *    themselves (a rewrite of the part they cover, which is what the
+ *    repair would do), and the copy read fine stays in service
+ *    meanwhile.  A try gives up at once when the mirror stops.  The same
  *    repair is queued once (also while it is being tried).
  *  - Reconnection: a DISCONNECTED component (its connection died, its
  *    device or file went away, it stopped answering) is reopened by its
@@ -48,7 +52,7 @@
 #define RETRY_MAX_MS 30000
 #define REPAIR_HOLD_FIRST_MS 200   /* a repair's first wait for its range */
 #define REPAIR_AGAIN_MS 1000       /* and the least time before the next */
-#define REPAIR_HOLD_MAX_MS 600000  /* the doubling stops here */
+#define REPAIR_HOLD_MAX_MS 5000    /* the longest a try waits */
 
 struct bm_repair {
 	int comp;
@@ -122,7 +126,8 @@ static bool repair_due(struct bm_mirror *m)
 
 /* rp, not granted its range, queued again for later: after as long as
  * it waited (so that client writes to the range wait for it at most half
- * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long.
+ * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long, up to
+ * REPAIR_HOLD_MAX_MS.
  * Caller holds rc_lock. */
 static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
 {
@@ -130,8 +135,8 @@ static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
 
 	rp->not_before_ms = bm_now_ms() +
 	                    (waited > REPAIR_AGAIN_MS ? waited : REPAIR_AGAIN_MS);
-	if (waited < REPAIR_HOLD_MAX_MS / 2)
-		rp->hold_wait_ms = waited * 2;
+	rp->hold_wait_ms = waited * 2 < REPAIR_HOLD_MAX_MS ? waited * 2
+	                                                   : REPAIR_HOLD_MAX_MS;
 	rp->next = m->rc_head;
 	m->rc_head = rp;
 }
