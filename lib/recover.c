@@ -126,9 +126,8 @@ static bool repair_due(struct bm_mirror *m)
 
 /* rp, not granted its range, queued again for later: after as long as
  * it waited (so that client writes to the range wait for it at most half
- * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long, up to
- * REPAIR_HOLD_MAX_MS.
- * Caller holds rc_lock. */
+ * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long,
+ * up to REPAIR_HOLD_MAX_MS.  Caller holds rc_lock. */
 static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
 {
 	long waited = rp->hold_wait_ms;
