@@ -8,7 +8,13 @@
  * (rangelock.h), the one the sync copy takes: a client write to the chunk
  * either completed on every component before the reads, or waits until
  * the comparison (and the repair's writes) are done, so a write in flight
- * never shows as a difference.  The hold covers one chunk at a time.  The
+ * never shows as a difference.  The hold covers one chunk at a time, and
+ * is asked for a while only (200 ms, then twice as long each time up to
+ * 5 s, with as long a pause between: hold_chunk): a client write that
+ * keeps the chunk for long (a zeroing of GiBs in 8 MiB pieces on a slow
+ * disk) would otherwise keep every other write to the chunk waiting, since
+ * writes wait for a pending exclusive hold (recover.c's repairs do the
+ * same).  The
  * components of a chunk are read in parallel (a thread each but the
  * first), straight from their backends with the io-timeout deadline, and
  * compared at BLOCK granularity with the reference: the highest-priority
@@ -37,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "mirror.h"
@@ -45,6 +52,8 @@
 #define BLOCK 4096u
 #define MAX_RANGES 1000
 #define MAX_NOTES 16
+#define HOLD_FIRST_MS 200    /* a chunk's first wait for its hold */
+#define HOLD_MAX_MS 5000     /* the longest */
 
 enum job_state { JOB_NONE, JOB_RUNNING, JOB_DONE, JOB_CANCELLED, JOB_FAILED };
 
@@ -312,6 +321,27 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 	return 0;
 }
 
+/* Takes the chunk's exclusive hold: asked for a while, then given back
+ * for as long (client writes to the chunk get in), then asked for twice
+ * as long, up to HOLD_MAX_MS.  False when the job was cancelled. */
+static bool hold_chunk(struct bm_check *j, struct bm_range_hold *hold,
+                       uint64_t off, uint32_t len)
+{
+	long wait = HOLD_FIRST_MS;
+
+	while (!bm_rangelock_excl_try_hold(&j->m->rl, hold, off, len, wait,
+	                                   &j->cancel)) {
+		for (long slept = 0; slept < wait; slept += 100) {
+			if (atomic_load(&j->cancel))
+				return false;
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		wait = wait * 2 < HOLD_MAX_MS ? wait * 2 : HOLD_MAX_MS;
+	}
+	return true;
+}
+
 /* Compares (and repairs) one chunk under its exclusive hold.  0, or -errno
  * with j->fatal set when the job cannot go on. */
 static int one_chunk(struct bm_check *j, uint64_t off, uint32_t len,
@@ -325,8 +355,7 @@ static int one_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 
 	/* Cancellable: a client write held by a component that hangs (the
 	 * last ACTIVE one is never given up) must not keep close waiting. */
-	if (!bm_rangelock_excl_hold_cancellable(&m->rl, &hold, off, len,
-	                                        &j->cancel))
+	if (!hold_chunk(j, &hold, off, len))
 		return -ECANCELED;
 	mask = active_mask(m);
 	if (popcount(mask) < 2) {

@@ -101,38 +101,16 @@ static bool grantable(struct bm_rangelock *rl, struct bm_range_hold *h)
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len)
 {
-	bm_rangelock_excl_hold_cancellable(rl, h, start, len, NULL);
-}
-
-bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
-                                        struct bm_range_hold *h,
-                                        uint64_t start, uint64_t len,
-                                        const atomic_bool *cancel)
-{
-	bool ok;
-
 	h->start = start;
 	h->end = start + (len ? len : 1);
 	h->granted = false;
 	bm_sendbatch_flush(); /* never sleep on a deferred send */
 	pthread_mutex_lock(&rl->lock);
 	link_front(&rl->excl, h);
-	while (!(ok = grantable(rl, h)) && !(cancel && atomic_load(cancel))) {
-		if (cancel) {
-			struct timespec dl = bm_deadline_ms(CLOCK_MONOTONIC, 100);
-			pthread_cond_timedwait(&rl->cond, &rl->lock, &dl);
-		} else {
-			pthread_cond_wait(&rl->cond, &rl->lock);
-		}
-	}
-	if (ok) {
-		h->granted = true;
-	} else {
-		unlink_hold(&rl->excl, h);
-		pthread_cond_broadcast(&rl->cond); /* writes waited for it */
-	}
+	while (!grantable(rl, h))
+		pthread_cond_wait(&rl->cond, &rl->lock);
+	h->granted = true;
 	pthread_mutex_unlock(&rl->lock);
-	return ok;
 }
 
 static bool ts_before(const struct timespec *a, const struct timespec *b)

@@ -25,10 +25,10 @@
  * then not taken) so that it can tend to its own chunks first: it never
  * waits for a hold that waits for it.
  *
- * A repair (recover.c) takes the polite form too, with a short wait: a
- * client write may keep a range for minutes (a long zeroing in pieces),
- * and the repair then tries again later rather than keeping its thread,
- * and every write to its range, waiting that long.
+ * A repair (recover.c) and a check (check.c) take the polite form too,
+ * with a short wait: a client write may keep a range for minutes (a long
+ * zeroing in pieces), and they then give the range back and try again
+ * later rather than keeping every write to it waiting that long.
  */
 #ifndef BM_RANGELOCK_H
 #define BM_RANGELOCK_H
@@ -58,15 +58,10 @@ void bm_rangelock_shared_release(struct bm_rangelock *rl,
                                  struct bm_range_hold *h);
 
 /* An exclusive hold on [start, start+len) in h (the caller's memory until
- * released); returns once granted. */
+ * released); returns once granted, however long that takes (the unit
+ * tests' form: the engine's copiers all ask politely, below). */
 void bm_rangelock_excl_hold(struct bm_rangelock *rl, struct bm_range_hold *h,
                             uint64_t start, uint64_t len);
-/* The same, giving up (h not held, false) once *cancel is true: looked at
- * every 100 ms while it waits (cancel NULL: never gives up). */
-bool bm_rangelock_excl_hold_cancellable(struct bm_rangelock *rl,
-                                        struct bm_range_hold *h,
-                                        uint64_t start, uint64_t len,
-                                        const atomic_bool *cancel);
 /* The polite form: true once granted; false (h not held) after
  * timeout_ms, or once *cancel is true (looked at every 100 ms; NULL:
  * never). */

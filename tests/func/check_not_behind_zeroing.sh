@@ -1,0 +1,46 @@
+# `check` while a client zeroes slowly (24 MiB from 8.5 MiB, in 8 MiB
+# pieces of 1.5 s each on one component: ~4.5 s): the check's chunk
+# [8 MiB, 9 MiB) cannot be compared until the zeroing has ended.  Its
+# pending hold must not keep the client's other writes to that chunk
+# waiting so long: the check gives the chunk back after a short wait and
+# asks again (check.c hold_chunk).  Before, a write to [8 MiB, 8 MiB +
+# 64 KiB), next to the zeroing, waited for the whole of it (~4 s).  The
+# check still compares every chunk and finds the copies identical.
+. "$(dirname "$0")/lib.sh"
+need qemu-io
+mkimg 65 a
+head -c $((64 * MIB)) /dev/urandom >"$T/data"
+dd if="$T/data" of="$T/a" conv=notrunc status=none
+disk slow 65M --filter=log --filter=delay logfile="$T/slow.reqlog" delay-zero=1500ms
+nbdcopy "$T/data" "$(disk_uri slow)"
+bm label -n m0 "$(disk_uri slow)" "$T/a"
+serve m0
+u=$(uri m0)
+qemu-io -f raw "$u" -c 'write -z 8704k 24M' >"$T/z.out" 2>&1 &
+zeroer=$!
+PIDS+=("$zeroer")
+for _ in $(seq 1 100); do [ "$(zero_pieces slow)" -ge 1 ] && break; sleep 0.05; done
+[ "$(zero_pieces slow)" -ge 1 ] || fail "the zeroing did not reach slow"
+bm check m0 >"$T/check.out" 2>&1 &
+checker=$!
+PIDS+=("$checker")
+# the check has compared the 8 chunks before the zeroing and waits
+for _ in $(seq 1 100); do
+  bm status m0 | grep -q "check running, 12% compared" && break
+  sleep 0.05
+done
+bm status m0 | grep -q "check running, 12% compared" ||
+  fail "the check is not waiting at 8 MiB: $(bm status m0)"
+start=$(date +%s%N)
+qemu-io -f raw "$u" -c 'write -P 0x62 8M 64k' >"$T/w.out" 2>&1 || { cat "$T/w.out"; fail "the write failed"; }
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "the write took $ms ms" >&2
+kill -0 "$zeroer" 2>/dev/null || fail "the zeroing ended before the write did: nothing was shown"
+[ "$ms" -lt 2500 ] || fail "the write took $ms ms: it waited behind the check for the zeroing"
+wait "$zeroer" || { cat "$T/z.out"; fail "the zeroing failed"; }
+wait "$checker" || { cat "$T/check.out"; fail "the check exited non-zero"; }
+grep -q "m0: 2 ACTIVE components identical" "$T/check.out" || fail "check said: $(cat "$T/check.out")"
+stop m0
+head -c 65536 /dev/zero | tr '\0' '\142' | cmp -n 65536 -i 0:$((8 * MIB)) - "$T/a" ||
+  fail "the client's write is not on a"
+echo "ok: the write took $ms ms while the check waited for the zeroing"
