@@ -10,25 +10,28 @@
  *
  * A copier may keep several exclusive holds at once (the sync keeps one per
  * chunk in flight).  An exclusive hold is "pending" from the moment it is
- * asked for (new overlapping writes already wait for it: the copier is
- * never starved) and "granted" once no overlapping shared hold and no
- * overlapping granted exclusive hold is left.  A pending exclusive hold
- * never waits for another pending one: only for holds that are granted,
- * whose owners release them without taking any other hold first.  So the
- * sync, holding chunks, can ask for the next one while a repair or a check
- * waits for one of its chunks, and nobody deadlocks.
+ * asked for (new overlapping writes already wait for it) and "granted"
+ * once no overlapping shared hold and no overlapping granted exclusive
+ * hold is left.  The plain form (bm_rangelock_excl_hold, the unit tests')
+ * never waits for another pending hold: only for holds that are granted,
+ * whose owners release them without taking any other hold first.
  *
- * A copier that keeps many holds and moves on (the sync) asks politely
- * (bm_rangelock_excl_try_hold): it also waits for older pending holds
- * that overlap, so a repair's or a check's window is not starved by a
- * slow copy walking through it, and it gives up after a while (the hold is
- * then not taken) so that it can tend to its own chunks first: it never
- * waits for a hold that waits for it.
- *
- * A repair (recover.c) and a check (check.c) take the polite form too,
- * with a short wait: a client write may keep a range for minutes (a long
- * zeroing in pieces), and they then give the range back and try again
- * later rather than keeping every write to it waiting that long.
+ * Every copier of the engine asks politely (bm_rangelock_excl_try_hold):
+ * it also waits for older pending holds that overlap, and gives up after
+ * a while (the hold is then not taken).  The sync, which keeps many holds
+ * and moves on, gives up after 100 ms and tends to its own chunks first,
+ * so it never waits for a hold that waits for it, and a repair's or a
+ * check's chunk pending before it is not starved by the copy walking
+ * through.  A repair (recover.c) and a check (check.c) wait 200 ms first,
+ * then give the range back for as long and ask again, each time twice as
+ * long up to 5 s: a client write may keep a range for minutes (a long
+ * zeroing in pieces), and every other write to that range would wait as
+ * long behind a hold pending all that time.  A granted hold waits for
+ * nothing; a pending one waits only for holds that end on their own
+ * (writes, granted holds) or for older pending ones, which lead back to
+ * the oldest: nobody deadlocks.  (The price: a check that catches up
+ * with a copy of a slow component may give a chunk back before the
+ * copy's holds on it end, and wait a pause more per chunk.)
  */
 #ifndef BM_RANGELOCK_H
 #define BM_RANGELOCK_H

@@ -1,11 +1,13 @@
-# `check` while a client zeroes slowly (24 MiB from 8.5 MiB, in 8 MiB
-# pieces of 1.5 s each on one component: ~4.5 s): the check's chunk
+# `check` while a client zeroes slowly (32 MiB from 8.5 MiB, in 8 MiB
+# pieces of 1.5 s each on one component: ~6 s): the check's chunk
 # [8 MiB, 9 MiB) cannot be compared until the zeroing has ended.  Its
 # pending hold must not keep the client's other writes to that chunk
 # waiting so long: the check gives the chunk back after a short wait and
 # asks again (check.c hold_chunk).  Before, a write to [8 MiB, 8 MiB +
-# 64 KiB), next to the zeroing, waited for the whole of it (~4 s).  The
-# check still compares every chunk and finds the copies identical.
+# 64 KiB), next to the zeroing, waited for the whole of it (~5.5 s);
+# now at most the check's try under way (200 ms, then 400, 800, ...), so
+# it must end while the zeroing still runs.  The check still compares
+# every chunk and finds the copies identical.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 65 a
@@ -16,7 +18,7 @@ nbdcopy "$T/data" "$(disk_uri slow)"
 bm label -n m0 "$(disk_uri slow)" "$T/a"
 serve m0
 u=$(uri m0)
-qemu-io -f raw "$u" -c 'write -z 8704k 24M' >"$T/z.out" 2>&1 &
+qemu-io -f raw "$u" -c 'write -z 8704k 32M' >"$T/z.out" 2>&1 &
 zeroer=$!
 PIDS+=("$zeroer")
 for _ in $(seq 1 100); do [ "$(zero_pieces slow)" -ge 1 ] && break; sleep 0.05; done
@@ -36,7 +38,7 @@ qemu-io -f raw "$u" -c 'write -P 0x62 8M 64k' >"$T/w.out" 2>&1 || { cat "$T/w.ou
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 echo "the write took $ms ms" >&2
 kill -0 "$zeroer" 2>/dev/null || fail "the zeroing ended before the write did: nothing was shown"
-[ "$ms" -lt 2500 ] || fail "the write took $ms ms: it waited behind the check for the zeroing"
+[ "$ms" -lt 3000 ] || fail "the write took $ms ms: it waited behind the check for the zeroing"
 wait "$zeroer" || { cat "$T/z.out"; fail "the zeroing failed"; }
 wait "$checker" || { cat "$T/check.out"; fail "the check exited non-zero"; }
 grep -q "m0: 2 ACTIVE components identical" "$T/check.out" || fail "check said: $(cat "$T/check.out")"

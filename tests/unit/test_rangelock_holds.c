@@ -1,5 +1,5 @@
-/* Several exclusive holds at once (the pipelined sync) beside a window of
- * another thread (a check): a pending hold never waits for another pending
+/* Several exclusive holds at once (the pipelined sync) beside a plain
+ * exclusive hold of another thread, pending until granted: a pending hold never waits for another pending
  * one, granted holds exclude each other where they overlap, shrinking lets
  * a writer in, writes wait for pending holds (no starvation), and the
  * polite form yields to an older pending window. */
