@@ -28,10 +28,10 @@ checker=$!
 PIDS+=("$checker")
 # the check has compared the 8 chunks before the zeroing and waits
 for _ in $(seq 1 100); do
-  bm status m0 | grep -q "check running, 12% compared" && break
+  bm status m0 | has "check running, 12% compared" && break
   sleep 0.05
 done
-bm status m0 | grep -q "check running, 12% compared" ||
+bm status m0 | has "check running, 12% compared" ||
   fail "the check is not waiting at 8 MiB: $(bm status m0)"
 start=$(date +%s%N)
 qemu-io -f raw "$u" -c 'write -P 0x62 8M 64k' >"$T/w.out" 2>&1 || { cat "$T/w.out"; fail "the write failed"; }
