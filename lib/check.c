@@ -52,8 +52,6 @@
 #define BLOCK 4096u
 #define MAX_RANGES 1000
 #define MAX_NOTES 16
-#define HOLD_FIRST_MS 200    /* a chunk's first wait for its hold */
-#define HOLD_MAX_MS 5000     /* the longest */
 
 enum job_state { JOB_NONE, JOB_RUNNING, JOB_DONE, JOB_CANCELLED, JOB_FAILED };
 
@@ -323,11 +321,11 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 
 /* Takes the chunk's exclusive hold: asked for a while, then given back
  * for as long (client writes to the chunk get in), then asked for twice
- * as long, up to HOLD_MAX_MS.  False when the job was cancelled. */
+ * as long, up to BM_RANGE_TRY_MAX_MS.  False when the job was cancelled. */
 static bool hold_chunk(struct bm_check *j, struct bm_range_hold *hold,
                        uint64_t off, uint32_t len)
 {
-	long wait = HOLD_FIRST_MS;
+	long wait = BM_RANGE_TRY_FIRST_MS;
 
 	while (!bm_rangelock_excl_try_hold(&j->m->rl, hold, off, len, wait,
 	                                   &j->cancel)) {
@@ -337,7 +335,7 @@ static bool hold_chunk(struct bm_check *j, struct bm_range_hold *hold,
 			struct timespec ts = {0, 100 * 1000000L};
 			nanosleep(&ts, NULL);
 		}
-		wait = wait * 2 < HOLD_MAX_MS ? wait * 2 : HOLD_MAX_MS;
+		wait = bm_range_try_next(wait);
 	}
 	return true;
 }

@@ -72,6 +72,15 @@ bool bm_rangelock_excl_try_hold(struct bm_rangelock *rl,
                                 struct bm_range_hold *h, uint64_t start,
                                 uint64_t len, long timeout_ms,
                                 const atomic_bool *cancel);
+/* How long a repair or a check asks politely behind a client write: first
+ * this long, then twice as long each time (bm_range_try_next), never more
+ * than the last (rangelock.h's header says why). */
+#define BM_RANGE_TRY_FIRST_MS 200
+#define BM_RANGE_TRY_MAX_MS 5000
+static inline long bm_range_try_next(long ms)
+{
+	return ms * 2 < BM_RANGE_TRY_MAX_MS ? ms * 2 : BM_RANGE_TRY_MAX_MS;
+}
 /* Shortens a granted hold to [start, start+len) (len <= its length). */
 void bm_rangelock_excl_shrink(struct bm_rangelock *rl,
                               struct bm_range_hold *h, uint64_t len);

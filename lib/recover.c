@@ -50,9 +50,7 @@
 
 #define RETRY_FIRST_MS 1000
 #define RETRY_MAX_MS 30000
-#define REPAIR_HOLD_FIRST_MS 200   /* a repair's first wait for its range */
-#define REPAIR_AGAIN_MS 1000       /* and the least time before the next */
-#define REPAIR_HOLD_MAX_MS 5000    /* the longest a try waits */
+#define REPAIR_AGAIN_MS 1000  /* the least time between a repair's tries */
 
 struct bm_repair {
 	int comp;
@@ -90,52 +88,47 @@ void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
 	rp->comp = comp;
 	rp->off = off;
 	rp->len = len;
-	rp->hold_wait_ms = REPAIR_HOLD_FIRST_MS;
+	rp->hold_wait_ms = BM_RANGE_TRY_FIRST_MS;
 	rp->next = m->rc_head;
 	m->rc_head = rp;
 	pthread_cond_signal(&m->rc_cond);
 	pthread_mutex_unlock(&m->rc_lock);
 }
 
-/* The first repair that may be tried now, unlinked; NULL if none.
+/* The link to the first repair that may be tried now; NULL if none.
  * Caller holds rc_lock. */
-static struct bm_repair *take_due_repair(struct bm_mirror *m)
+static struct bm_repair **due_repair(struct bm_mirror *m)
 {
 	long long now = bm_now_ms();
 
-	for (struct bm_repair **pp = &m->rc_head; *pp; pp = &(*pp)->next) {
-		struct bm_repair *rp = *pp;
-		if (rp->not_before_ms <= now) {
-			*pp = rp->next;
-			return rp;
-		}
-	}
+	for (struct bm_repair **pp = &m->rc_head; *pp; pp = &(*pp)->next)
+		if ((*pp)->not_before_ms <= now)
+			return pp;
 	return NULL;
 }
 
-/* Whether a repair may be tried now.  Caller holds rc_lock. */
-static bool repair_due(struct bm_mirror *m)
+/* That repair, unlinked; NULL if none.  Caller holds rc_lock. */
+static struct bm_repair *take_due_repair(struct bm_mirror *m)
 {
-	long long now = bm_now_ms();
+	struct bm_repair **pp = due_repair(m);
+	struct bm_repair *rp = pp ? *pp : NULL;
 
-	for (struct bm_repair *rp = m->rc_head; rp; rp = rp->next)
-		if (rp->not_before_ms <= now)
-			return true;
-	return false;
+	if (rp)
+		*pp = rp->next;
+	return rp;
 }
 
 /* rp, not granted its range, queued again for later: after as long as
  * it waited (so that client writes to the range wait for it at most half
  * the time), at least REPAIR_AGAIN_MS; the next try waits twice as long,
- * up to REPAIR_HOLD_MAX_MS.  Caller holds rc_lock. */
+ * up to BM_RANGE_TRY_MAX_MS.  Caller holds rc_lock. */
 static void repair_later(struct bm_mirror *m, struct bm_repair *rp)
 {
 	long waited = rp->hold_wait_ms;
 
 	rp->not_before_ms = bm_now_ms() +
 	                    (waited > REPAIR_AGAIN_MS ? waited : REPAIR_AGAIN_MS);
-	rp->hold_wait_ms = waited * 2 < REPAIR_HOLD_MAX_MS ? waited * 2
-	                                                   : REPAIR_HOLD_MAX_MS;
+	rp->hold_wait_ms = bm_range_try_next(waited);
 	rp->next = m->rc_head;
 	m->rc_head = rp;
 }
@@ -437,7 +430,7 @@ static void *rc_main(void *arg)
 			continue;
 		/* a repair due (queued meanwhile): at once; one due later
 		 * is looked at within the 250 ms below */
-		if (repair_due(m))
+		if (due_repair(m))
 			continue;
 		struct timespec ts = bm_deadline_ms(CLOCK_MONOTONIC, 250);
 		pthread_cond_timedwait(&m->rc_cond, &m->rc_lock, &ts);

@@ -167,6 +167,31 @@ zero_fails_after() {
   touch "$T/$1.fail"
 }
 
+# slow_zeroing DISK OFFSET LENGTH: a client (pid in $zeroer, output in
+# $T/z.out) zeroes LENGTH at OFFSET (qemu-io units) of mirror m0 in the
+# background; returns once DISK (a disk with --filter=log, logfile
+# $T/DISK.reqlog) has its first zero piece.
+slow_zeroing() {
+  qemu-io -f raw "$(uri m0)" -c "write -z $2 $3" >"$T/z.out" 2>&1 &
+  zeroer=$!
+  PIDS+=("$zeroer")
+  for _ in $(seq 1 100); do [ "$(zero_pieces "$1")" -ge 1 ] && break; sleep 0.05; done
+  [ "$(zero_pieces "$1")" -ge 1 ] || fail "the zeroing did not reach $1"
+}
+# write_beside_zeroing OFFSET WHO: a client writes 64 KiB of 0x62 at
+# OFFSET of m0, which WHO (a repair, a check) waits to hold while
+# slow_zeroing runs: the write must end while the zeroing still runs, in
+# under 3 s (its time in $ms).
+write_beside_zeroing() {
+  local start; start=$(date +%s%N)
+  qemu-io -f raw "$(uri m0)" -c "write -P 0x62 $1 64k" >"$T/w.out" 2>&1 ||
+    { cat "$T/w.out"; fail "the write failed"; }
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "the write took $ms ms" >&2
+  kill -0 "$zeroer" 2>/dev/null || fail "the zeroing ended before the write did: nothing was shown"
+  [ "$ms" -lt 3000 ] || fail "the write took $ms ms: it waited behind $2 for the zeroing"
+}
+
 # zero_long_client COMPONENT0 COMPONENT1: mirror m0 of the two, served, and a
 # client (pid in $client, output in $T/q.out) zeroing 96 MiB from 8 MiB
 zero_long_client() {

@@ -17,11 +17,7 @@ nbdcopy "$T/data" "$(disk_uri bad)"
 bm label -n -b prefer m0 "$(disk_uri bad)" "$T/a"   # prefer: bad reads
 serve m0
 u=$(uri m0)
-qemu-io -f raw "$u" -c 'write -z 8M 32M' >"$T/z.out" 2>&1 &
-zeroer=$!
-PIDS+=("$zeroer")
-for _ in $(seq 1 100); do [ "$(zero_pieces bad)" -ge 1 ] && break; sleep 0.05; done
-[ "$(zero_pieces bad)" -ge 1 ] || fail "the zeroing did not reach bad"
+slow_zeroing bad 8M 32M
 # A read across the zeroing's start fails on bad (served from a), and
 # asks for a repair of [8M - 64k, 8M + 64k) on bad.
 touch "$T/bad.rfail"
@@ -30,12 +26,7 @@ rm -f "$T/bad.rfail"
 grep -qiE 'error|fail' "$T/r.out" && { cat "$T/r.out"; fail "the read error reached the client"; }
 grep -q "Read id=.* return=-1 error=EIO" "$T/bad.reqlog" || fail "the read did not fail on bad"
 # A write before the zeroing, inside the repair's range.
-start=$(date +%s%N)
-qemu-io -f raw "$u" -c 'write -P 0x62 8128k 64k' >"$T/w.out" 2>&1 || { cat "$T/w.out"; fail "the write failed"; }
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-echo "the write took $ms ms" >&2
-kill -0 "$zeroer" 2>/dev/null || fail "the zeroing ended before the write did: nothing was shown"
-[ "$ms" -lt 3000 ] || fail "the write took $ms ms: it waited behind the repair for the zeroing"
+write_beside_zeroing 8128k "the repair"
 grep -q ReadErrorRepaired "$T/m0.log" && fail "the range was repaired before the zeroing ended: nothing was shown"
 wait "$zeroer" || { cat "$T/z.out"; fail "the zeroing failed"; }
 # The repair, tried again, gets the range once the zeroing has ended.
