@@ -27,6 +27,29 @@
  * component misses.  A clear bumps clear_seq and records the members: the
  * component_ids ACTIVE at that moment (all in sync).
  *
+ * Settling (bm_bitmap_settle, the event thread every tick).  A mirror that
+ * is never idle for the idle clean would keep every bit it ever set, and a
+ * crash would copy all of it again.  So bits are also cleared region by
+ * region, with writes going on elsewhere, the way md's bitmap daemon does.
+ * Every write is counted, from before its bit check until it has ended on
+ * every component (failures decided: a component that failed it is out
+ * of service first), in an epoch: `inflight` by the epoch's parity, and
+ * `touched[r]` = the epoch of the last write that began on region r.  A
+ * pass (every BM_BITMAP_SETTLE_MS) bumps the epoch, waits (ticks, never
+ * blocking) until no write of the old epoch e is in flight, then under
+ * meta_lock, every component present ACTIVE: the regions set and not
+ * touched in epoch e or since (no write for a whole period, none in
+ * flight) are flushed on every component, their bits cleared in memory
+ * (then touched looked at again: a write that began meanwhile may have
+ * seen the bit, which is put back), and only the blocks that changed are
+ * rewritten (the header too, with clear_seq and members, when the members
+ * are not the components present).  A region cleared here was identical
+ * and on stable storage everywhere; a write after the clear finds its bit
+ * gone and sets it again before issuing, its block write queued behind
+ * the pass's (both under meta_lock).  The members stay meaningful: a
+ * member was in sync at the last clear, and each region either kept its
+ * bit or was in sync on it when cleared.
+ *
  * Catching up.  A component may be copied over the set regions only (not
  * in full) iff the mirror has a bitmap and its component_id is among the
  * members of the last clear (the header with the highest clear_seq).  It
@@ -41,14 +64,15 @@
  * After an unclean stop (DIRTY labels), the components that are not the
  * source are copied over the union of every component's set bits (the
  * bits are on every component that was in service when the write began).
- * The bits stay set until all components are ACTIVE and idle again, so a
- * restart during such a copy redoes the same regions.
+ * The bits stay set until all components are ACTIVE again, so a restart
+ * during such a copy redoes the same regions.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bitmap.h"
 #include "crc32c.h"
@@ -366,6 +390,13 @@ struct bm_bitmap {
 	uint8_t *want;               /* nblocks * BITS_BYTES, the disk image */
 	struct bm_bitmap_header h;   /* clear_seq, members, sets, seq */
 	bool failed;                 /* the last write could not be recorded */
+	/* The settle pass (see THE RULES, Settling) */
+	_Atomic uint32_t *touched;   /* per region: epoch of its last write */
+	_Atomic uint32_t epoch;      /* starts at 1; bumped by the pass */
+	atomic_long inflight[2];     /* writes begun in an epoch of each parity */
+	pthread_mutex_t settle_lock; /* one pass at a time; the fields below */
+	bool settling;               /* epoch bumped, the old one draining */
+	long long settle_ms;         /* when the pass last bumped or looked */
 };
 
 static bool bit_get(const uint8_t *bits, uint64_t r)
@@ -411,14 +442,19 @@ static struct bm_bitmap *bitmap_new(uint64_t region, uint64_t nregions,
 	b->nblocks = nblocks;
 	b->durable = calloc((nregions + 63) / 64, sizeof(uint64_t));
 	b->want = calloc(nblocks, BM_BITMAP_BITS_BYTES);
-	if (!b->durable || !b->want) {
+	b->touched = calloc(nregions, sizeof(*b->touched));
+	if (!b->durable || !b->want || !b->touched) {
 		free(b->durable);
 		free(b->want);
+		free(b->touched);
 		free(b);
 		return NULL;
 	}
+	atomic_init(&b->epoch, 1);
+	b->settle_ms = bm_now_ms();
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->cond, NULL);
+	pthread_mutex_init(&b->settle_lock, NULL);
 	return b;
 }
 
@@ -431,8 +467,10 @@ void bm_bitmap_free(struct bm_mirror *m)
 	m->bitmap = NULL;
 	pthread_mutex_destroy(&b->lock);
 	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->settle_lock);
 	free(b->durable);
 	free(b->want);
+	free(b->touched);
 	free(b);
 }
 
@@ -755,18 +793,50 @@ static int flush_pending(struct bm_mirror *m)
 	return err;
 }
 
-int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len)
+/* Counts the write in the current epoch's parity: the epoch read after
+ * the count is the one counted in (a bump between the two: again). */
+static int enter_epoch(struct bm_bitmap *b, uint32_t *epoch)
+{
+	for (;;) {
+		uint32_t e = atomic_load(&b->epoch);
+		atomic_fetch_add(&b->inflight[e & 1], 1);
+		if (atomic_load(&b->epoch) == e) {
+			*epoch = e;
+			return (int)(e & 1);
+		}
+		atomic_fetch_sub(&b->inflight[e & 1], 1);
+	}
+}
+
+void bm_bitmap_write_end(struct bm_mirror *m, int slot)
+{
+	if (m->bitmap && slot >= 0)
+		atomic_fetch_sub(&m->bitmap->inflight[slot], 1);
+}
+
+int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len,
+                          int *slot)
 {
 	struct bm_bitmap *b = m->bitmap;
 	uint64_t first, last, r;
+	uint32_t e;
 
+	*slot = -1;
 	if (!b || len == 0)
 		return 0;
+	*slot = enter_epoch(b, &e);
 	bm_bitmap_span(b->region, off, len, &first, &last);
 	if (last >= b->nregions)
 		last = b->nregions - 1;
+	/* The settle pass clears a bit, then looks at touched; we store
+	 * touched, then look at the bit (both sequentially consistent): it
+	 * sees our epoch and puts the bit back, or we see the bit gone and
+	 * set it again below before issuing. */
 	for (r = first; r <= last; r++)
-		if (!durable_get(b, r))
+		if (atomic_load(&b->touched[r]) != e)
+			atomic_store(&b->touched[r], e);
+	for (r = first; r <= last; r++)
+		if (!(atomic_load(&b->durable[r / 64]) & (1ull << (r % 64))))
 			break;
 	if (r > last)
 		return 0; /* the hot path: every bit already on disk */
@@ -798,8 +868,12 @@ int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len)
 			break;
 	}
 	pthread_mutex_unlock(&b->lock);
-	return err < 0 ? bm_error(-err, "cannot record the write in the "
-	                                "bitmap") : 0;
+	if (err < 0) {
+		bm_bitmap_write_end(m, *slot);
+		*slot = -1;
+		return bm_error(-err, "cannot record the write in the bitmap");
+	}
+	return 0;
 }
 
 void bm_bitmap_clear_locked(struct bm_mirror *m)
@@ -854,6 +928,204 @@ void bm_bitmap_clear_locked(struct bm_mirror *m)
 			        "%s\n", m->name, c->path);
 	}
 	pthread_mutex_unlock(&b->lock);
+}
+
+/* Every component present is ACTIVE with this bitmap (1 to 16 of them):
+ * the state in which bits may be cleared. */
+static bool all_in_sync(struct bm_mirror *m)
+{
+	int nact = 0;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c))
+			continue;
+		if (atomic_load(&c->state) != BM_CS_ACTIVE || !has_bitmap(m, c))
+			return false;
+		nact++;
+	}
+	return nact > 0 && nact <= (int)BM_BITMAP_MAX_MEMBERS;
+}
+
+void (*bm_bitmap_settle_test_pause)(uint64_t region);
+
+/* The first region from r on that is set and untouched since epoch e
+ * began (nregions if none); words without a set bit are skipped whole. */
+static uint64_t next_settled(struct bm_bitmap *b, uint64_t r, uint32_t e)
+{
+	for (; r < b->nregions; r++) {
+		if (r % 64 == 0 && atomic_load(&b->durable[r / 64]) == 0) {
+			r += 63;
+			continue;
+		}
+		if (durable_get(b, r) && atomic_load(&b->touched[r]) < e)
+			return r;
+	}
+	return b->nregions;
+}
+
+/* b->lock held: are the members of the last clear the components present? */
+static bool members_are_present(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint32_t j = 0;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!bm_comp_present(&m->comp[i]))
+			continue;
+		if (j >= b->h.nmembers ||
+		    b->h.members[j] != m->comp[i].label.component_id)
+			return false;
+		j++;
+	}
+	return j == b->h.nmembers;
+}
+
+/* b->lock held: the members of a clear are the components present. */
+static void set_members(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+
+	b->h.clear_seq++;
+	b->h.seq++;
+	memset(b->h.members, 0, sizeof(b->h.members));
+	b->h.nmembers = 0;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]))
+			b->h.members[b->h.nmembers++] = m->comp[i].label.component_id;
+}
+
+/*
+ * settle_lock held, no write of epoch e in flight: clears the bits of the
+ * regions no write touched in epoch e or since, once their data is flushed
+ * on every component, and writes the blocks that changed.  Returns the
+ * regions cleared.
+ */
+static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint64_t cleared = 0, r;
+	uint32_t *idx = NULL, n = 0;
+	uint8_t *img = NULL;
+	bool *changed = NULL;
+
+	pthread_mutex_lock(&m->meta_lock);
+	if (m->degraded || atomic_load(&m->meta_broken) || !all_in_sync(m))
+		goto out;
+	if (next_settled(b, 0, e) == b->nregions)
+		goto out;
+	/* every write to those regions has ended (epoch e drained): on
+	 * stable storage everywhere before any bit of theirs is cleared */
+	if (bm_meta_flush_all_locked(m) < 0 || m->degraded || !all_in_sync(m))
+		goto out;
+	changed = calloc(b->nblocks, sizeof(*changed));
+	idx = malloc(b->nblocks * sizeof(*idx));
+	img = malloc((size_t)b->nblocks * BM_BITMAP_BLOCK);
+	if (!changed || !idx || !img)
+		goto out;
+	pthread_mutex_lock(&b->lock);
+	for (r = next_settled(b, 0, e); r < b->nregions;
+	     r = next_settled(b, r + 1, e)) {
+		uint64_t bit = 1ull << (r % 64);
+		if (bm_bitmap_settle_test_pause)
+			bm_bitmap_settle_test_pause(r);
+		atomic_fetch_and(&b->durable[r / 64], ~bit);
+		if (atomic_load(&b->touched[r]) >= e) {
+			/* a write came meanwhile and may have seen the bit:
+			 * it stays (it is still on disk) */
+			atomic_fetch_or(&b->durable[r / 64], bit);
+			continue;
+		}
+		uint64_t blk = r / BM_BITMAP_BITS_PER_BLOCK,
+		         k = r % BM_BITMAP_BITS_PER_BLOCK;
+		b->want[blk * BM_BITMAP_BITS_BYTES + k / 8] &=
+		        (uint8_t)~(1u << (k % 8));
+		changed[blk] = true;
+		cleared++;
+	}
+	if (cleared && !members_are_present(m)) {
+		/* a copy ended since the last clear: its target is in sync now
+		 * and a member from here on, which the header must say */
+		set_members(m);
+		for (int i = 0; i < m->ncomp; i++) {
+			struct bm_component *c = &m->comp[i];
+			if (bm_comp_present(c) && write_all_to(m, c) < 0)
+				fprintf(stderr, "blkmirror: %s: cannot clear bits in "
+				        "the bitmap of %s\n", m->name, c->path);
+		}
+		pthread_mutex_unlock(&b->lock);
+		goto out;
+	}
+	for (uint32_t i = 0; i < b->nblocks; i++) {
+		if (!changed[i])
+			continue;
+		bm_bitmap_block_encode(i, b->want + (size_t)i * BM_BITMAP_BITS_BYTES,
+		                       img + (size_t)n * BM_BITMAP_BLOCK);
+		idx[n++] = i;
+	}
+	pthread_mutex_unlock(&b->lock);
+	/* A bit-setting writer waits for meta_lock to write its blocks: ours
+	 * land first.  A block that did not reach a component leaves stale
+	 * bits there (a copy too many) or a bad crc (a full copy): safe. */
+	int errs[BM_MAX_COMPONENTS];
+	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
+		for (int i = 0; i < m->ncomp; i++)
+			if (errs[i] < 0)
+				fprintf(stderr, "blkmirror: %s: cannot clear bits in "
+				        "the bitmap of %s: %s\n", m->name,
+				        m->comp[i].path, strerror(-errs[i]));
+out:
+	pthread_mutex_unlock(&m->meta_lock);
+	free(changed);
+	free(idx);
+	free(img);
+	return cleared;
+}
+
+void bm_bitmap_settle(struct bm_mirror *m, long period_ms)
+{
+	struct bm_bitmap *b = m->bitmap;
+
+	if (!b)
+		return;
+	pthread_mutex_lock(&b->settle_lock);
+	long long now = bm_now_ms();
+	if (!b->settling) {
+		if (now - b->settle_ms >= period_ms) {
+			b->settle_ms = now;
+			/* writes from here on count in the next epoch */
+			if (bm_bitmap_dirty_count(m) > 0 && all_in_sync(m)) {
+				atomic_fetch_add(&b->epoch, 1);
+				b->settling = true;
+			}
+		}
+	} else {
+		uint32_t e = atomic_load(&b->epoch) - 1;
+		if (atomic_load(&b->inflight[e & 1]) == 0) {
+			b->settling = false;
+			settle_regions(m, e);
+		}
+	}
+	pthread_mutex_unlock(&b->settle_lock);
+}
+
+uint64_t bm_bitmap_settle_now(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+	uint64_t cleared;
+
+	if (!b)
+		return 0;
+	pthread_mutex_lock(&b->settle_lock);
+	uint32_t e = b->settling ? atomic_load(&b->epoch) - 1
+	                         : atomic_fetch_add(&b->epoch, 1);
+	while (atomic_load(&b->inflight[e & 1]) > 0)
+		usleep(1000);
+	b->settling = false;
+	b->settle_ms = bm_now_ms();
+	cleared = settle_regions(m, e);
+	pthread_mutex_unlock(&b->settle_lock);
+	return cleared;
 }
 
 uint64_t bm_bitmap_dirty_count(struct bm_mirror *m)

@@ -50,9 +50,13 @@
  * bit-setting write rewrites only the bit blocks, never the header).  The
  * header and every block are rewritten together at labeling, at assembly
  * (the union of the bits), when a component's copy starts (its own
- * bitmap), and when bits are cleared (clear_seq, members): such a
+ * bitmap), and when every bit is cleared (clear_seq, members): such a
  * rewrite never clears a bit that a write in flight relies on (clears
- * happen only with no write in flight).  A block or header with a bad
+ * happen only with no write in flight).  The settle pass clears the bits
+ * of regions no write touched for a while by rewriting only their blocks
+ * (the header too when the members changed), after every component
+ * flushed, never a bit of a region with a write in flight.  A block or
+ * header with a bad
  * crc or magic makes the whole
  * bitmap of that component unusable (treated as all set if another
  * component's bitmap cannot stand in: a full copy).
@@ -171,8 +175,27 @@ int bm_bitmap_open(struct bm_mirror *m, bool *usable);
 void bm_bitmap_free(struct bm_mirror *m);
 /* The data path, before a write to [off, off+len) is issued (after DIRTY
  * is on disk): 0 once every bit is durable; <0 (bm_last_error) if it
- * cannot be recorded.  Lock-free when the bits are already durable. */
-int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len);
+ * cannot be recorded.  Lock-free when the bits are already durable.  On 0,
+ * *slot holds the write's place in the settle pass's count (or -1): hand
+ * it to bm_bitmap_write_end once the write has ended on every component
+ * and any component that failed it has been dropped. */
+int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len,
+                          int *slot);
+void bm_bitmap_write_end(struct bm_mirror *m, int slot);
+/* The event thread, every tick: while every component present is ACTIVE,
+ * clears the bits of the regions no write has begun on for period_ms or
+ * more (the mirror may be written elsewhere all the while), after a flush
+ * of every component.  Two calls at least: one starts a new epoch, a later
+ * one (once the writes of the old epoch ended) clears. */
+#define BM_BITMAP_SETTLE_MS 5000
+void bm_bitmap_settle(struct bm_mirror *m, long period_ms);
+/* The same at once (waits for the writes in flight to end): tests and the
+ * crash-point oracle, which calls it between requests at chosen points.
+ * Returns the regions cleared. */
+uint64_t bm_bitmap_settle_now(struct bm_mirror *m);
+/* Unit tests only (NULL otherwise): called between the choice of a region
+ * to clear and the clear, to widen the window a writer may enter. */
+extern void (*bm_bitmap_settle_test_pause)(uint64_t region);
 /* meta_lock held: clears every bit (idle clean, nothing in flight) when
  * every component present is ACTIVE; records them as the members. */
 void bm_bitmap_clear_locked(struct bm_mirror *m);

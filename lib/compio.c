@@ -62,6 +62,7 @@ struct mreq {
 	bm_range_hook before_ack; /* write: at submission and before the ack */
 	uint64_t t0_ns;
 	struct bm_range_hold hold;
+	int bitmap_slot;        /* write: bm_bitmap_write_begin's */
 	int nsub;
 	struct sub sub[];
 };
@@ -82,6 +83,13 @@ static void account(struct bm_component *c, const struct sub *s, int result)
 	                 bm_now_ns() - s->t0_ns, result);
 }
 
+/* A write ends (or is refused after it was counted). */
+static void write_leave(struct bm_mirror *m, int bitmap_slot)
+{
+	bm_bitmap_write_end(m, bitmap_slot);
+	atomic_fetch_sub(&m->writes_inflight, 1);
+}
+
 static void req_complete(void *arg)
 {
 	struct mreq *r = arg;
@@ -95,7 +103,7 @@ static void req_complete(void *arg)
 			r->before_ack(m, io->offset, io->length);
 		bm_rangelock_shared_release(&m->rl, &r->hold);
 		atomic_store(&m->last_write_ms, bm_now_ms());
-		atomic_fetch_sub(&m->writes_inflight, 1);
+		write_leave(m, r->bitmap_slot);
 	}
 	uint64_t t0 = r->t0_ns;
 	free(r);
@@ -427,7 +435,7 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 {
 	enum bm_bop op;
 	bool is_write = io->type != BM_IO_FLUSH;
-	int targets[BM_MAX_COMPONENTS], n = 0;
+	int targets[BM_MAX_COMPONENTS], n = 0, bitmap_slot = -1;
 	struct mreq *r;
 
 	switch (io->type) {
@@ -446,14 +454,15 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 			}
 		}
 		/* the regions' bits on disk before the write is issued */
-		if (bm_bitmap_write_begin(m, io->offset, io->length) < 0) {
+		if (bm_bitmap_write_begin(m, io->offset, io->length,
+		                          &bitmap_slot) < 0) {
 			atomic_fetch_sub(&m->writes_inflight, 1);
 			return -EIO;
 		}
 	}
 	if (atomic_load(&m->meta_broken)) {
 		if (is_write)
-			atomic_fetch_sub(&m->writes_inflight, 1);
+			write_leave(m, bitmap_slot);
 		return bm_error(EIO, "the mirror cannot record its state in any "
 		                "label; writes are refused");
 	}
@@ -468,10 +477,11 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 		r = req_alloc(m, io, room);
 		if (!r) {
 			if (is_write)
-				atomic_fetch_sub(&m->writes_inflight, 1);
+				write_leave(m, bitmap_slot);
 			return bm_error(ENOMEM, "out of memory");
 		}
 		r->is_write = is_write;
+		r->bitmap_slot = bitmap_slot;
 		r->before_ack = before_ack;
 		if (is_write) {
 			bm_rangelock_shared(&m->rl, &r->hold, io->offset,
@@ -494,7 +504,7 @@ int bm_compio_write(struct bm_mirror *m, struct bm_io *io,
 	if (n == 0) {
 		if (is_write) {
 			bm_rangelock_shared_release(&m->rl, &r->hold);
-			atomic_fetch_sub(&m->writes_inflight, 1);
+			write_leave(m, bitmap_slot);
 		}
 		free(r);
 		return bm_error(EIO, "no writable component");

@@ -31,6 +31,7 @@
 
 #include "deadline.h"
 #include "error.h"
+#include "bitmap.h"
 #include "mirror.h"
 
 #define TICK_MS 250
@@ -310,6 +311,7 @@ static void *ev_main(void *arg)
 			watchdog(m);
 			health(m);
 			bm_meta_try_clean(m, CLEAN_IDLE_MS);
+			bm_bitmap_settle(m, BM_BITMAP_SETTLE_MS);
 			bm_ra_tick(m);
 			pthread_mutex_lock(&m->ev_lock);
 			next_tick = bm_now_ms() + TICK_MS;

@@ -4,7 +4,8 @@
  *
  *   crashsim_oracle [--dir D] [--seed S] [--ops N] [--comps 2|3]
  *                   [--size MIB] [--points all|P] [--max-points N]
- *                   [--subsets K] [--second] [--qd N] [--seconds T]
+ *                   [--subsets K] [--second] [--qd N] [--settle N]
+ *                   [--seconds T]
  *
  * One round, for a seeded workload:
  *  1. a child labels fresh components (files in D) and saves them as the
@@ -38,6 +39,11 @@
  * new seeds (random points) until T seconds have passed.  A failure prints
  * the seed, point, subset and second point that replay it.
  *
+ * --settle N runs the bitmap's settle pass (bm_bitmap_settle_now) before
+ * every Nth request: bits of regions the requests since the last pass did
+ * not touch are cleared while others are in flight, so crash points fall
+ * inside the pass's flushes and block writes too.
+ *
  * The write-intent bitmap checks (issue 9) are a separate function that
  * says it is skipped while the labels carry no bitmap (bitmap_size 0).
  */
@@ -54,6 +60,7 @@
 #include <unistd.h>
 
 #include "backends/crashsim.h"
+#include "bitmap.h"
 #include "blkmirror.h"
 #include "crc32c.h"
 #include "label.h"
@@ -81,6 +88,7 @@ struct shared {
 	int nops;
 	struct client_op op[MAX_OPS];
 	uint64_t backend_ops;    /* crashsim operations of the last child */
+	uint64_t settled;        /* regions the settle passes cleared */
 	uint64_t mirror_size;
 	uint64_t genid;          /* the assembled mirror's */
 	uint64_t tick;           /* the clock of submit_tick and ack_tick */
@@ -95,6 +103,7 @@ static int nops_wanted = 40;
 static unsigned size_mib = 4;
 static int subsets_wanted = 3;
 static int qd = 1;             /* client requests in flight */
+static int settle_every;       /* bitmap settle pass before every Nth op */
 static const char *name = "cs";
 
 /* ---- seeded randomness ---- */
@@ -299,6 +308,11 @@ static void gen_workload(uint64_t seed, uint64_t data_size)
 		uint64_t off = rng_next(&s) % nsect;
 
 		memset(o, 0, sizeof(*o));
+		/* with settle passes: three requests in four on the first
+		 * 128 KiB (regions whose bits stay set), so that a write
+		 * elsewhere is often not yet flushed when its region settles */
+		if (settle_every && rng_next(&s) % 4 != 0)
+			off %= 128 * 1024 / SECTOR;
 		if (off + len > nsect)
 			off = nsect - len;
 		o->off = off * SECTOR;
@@ -417,6 +431,11 @@ static void child_workload(uint64_t crash_at)
 			[OP_ZERO] = BM_IO_WRITE_ZEROES, [OP_TRIM] = BM_IO_TRIM};
 		struct slot *sl = NULL;
 
+		/* the settle pass at chosen points (its own timer waits 5 s,
+		 * longer than a workload): clears the bits of regions the
+		 * last requests did not touch, with others in flight */
+		if (settle_every && i > 0 && i % settle_every == 0)
+			sh->settled += bm_bitmap_settle_now(m);
 		pthread_mutex_lock(&slot_lock);
 		while (!sl) {
 			for (int k = 0; k < qd && !sl; k++)
@@ -916,6 +935,84 @@ static int check_bitmap_intent(const char *jsuffix, char *why, size_t wlen)
 	return bad ? -1 : 0;
 }
 
+/*
+ * A bit comes off the disk only over settled data: when a bit block write
+ * on any component turns region r's bit from 1 to 0, no data write to r
+ * on any component may still be unflushed (every one was followed by a
+ * flush of its component, or was FUA).  Otherwise a crash could keep the
+ * clear and lose the write on one component only: the copies differ in a
+ * region no bitmap marks, and no resync looks there.  Checked over the
+ * journals of a run (the bit values followed from the base images).
+ */
+static int check_bitmap_clears(const char *jsuffix, char *why, size_t wlen)
+{
+	struct bitmap_geo g = bitmap_geo_of(".base");
+	uint8_t *bufs[BM_MAX_COMPONENTS], *base[BM_MAX_COMPONENTS];
+	uint8_t *unflushed[BM_MAX_COMPONENTS];
+	struct jrec *v;
+	size_t n, blen;
+	int bad = 0;
+
+	if (bitmap_skipped(&g))
+		return 0;
+	uint64_t nregions = (g.data_size + g.region - 1) / g.region;
+	uint64_t bits_end = g.offset + 4096u * (1 + (nregions + BITS_PER_BLOCK
+	                    - 1) / BITS_PER_BLOCK);
+	v = load_journals(jsuffix, &n, bufs);
+	for (int c = 0; c < ncomp; c++) {
+		char p[4200];
+		path_of(p, sizeof(p), c, ".base");
+		base[c] = load(p, &blen);   /* updated in place: the bits now */
+		unflushed[c] = calloc(nregions, 1);
+	}
+	for (size_t q = 0; q < n && !bad; q++) {
+		const struct jrec *j = &v[q];
+		int d = j->comp;
+		if (j->r.op == BM_BOP_FLUSH) {
+			memset(unflushed[d], 0, nregions);
+			continue;
+		}
+		if (is_data_write(j, &g) && j->r.length > 0) {
+			if (j->r.flags & BM_BOP_FUA)
+				continue;
+			uint64_t first = j->r.offset / g.region;
+			uint64_t last = (j->r.offset + j->r.length - 1) / g.region;
+			for (uint64_t r = first; r <= last && r < nregions; r++)
+				unflushed[d][r] = 1;
+			continue;
+		}
+		if (j->r.op != BM_BOP_WRITE || j->r.offset + j->r.length <=
+		    g.offset + 4096u || j->r.offset >= bits_end)
+			continue;
+		for (uint64_t r = 0; r < nregions && !bad; r++) {
+			uint64_t at = g.offset + 4096u * (1 + r / BITS_PER_BLOCK) +
+			              BITS_OFF + (r % BITS_PER_BLOCK) / 8;
+			unsigned bit = 1u << (r % 8);
+			if (at < j->r.offset || at >= j->r.offset + j->r.length)
+				continue;
+			bool was = base[d][at] & bit;
+			bool now = j->data[at - j->r.offset] & bit;
+			for (int e = 0; e < ncomp && was && !now && !bad; e++)
+				if (unflushed[e][r]) {
+					snprintf(why, wlen, "bitmap: region %" PRIu64 "'s "
+					         "bit cleared on component %d (operation %"
+					         PRIu64 ") while a write to it on component"
+					         " %d was not flushed", r, d, j->r.seq, e);
+					bad = 1;
+				}
+		}
+		if (j->r.offset + j->r.length <= blen)
+			memcpy(base[d] + j->r.offset, j->data, j->r.length);
+	}
+	for (int c = 0; c < ncomp; c++) {
+		unload(bufs[c]);
+		unload(base[c]);
+		free(unflushed[c]);
+	}
+	free(v);
+	return bad ? -1 : 0;
+}
+
 /* Union of the valid bitmaps of the current images; false if none. */
 static bool dirty_union(const struct bitmap_geo *g, uint8_t *bits,
                         size_t nbytes)
@@ -1070,9 +1167,11 @@ fail:
 	       "  replay: make torture SEED=%" PRIu64 " POINT=%" PRIu64
 	       " COMPS=%d TORTURE_OPS=%d TORTURE_QD=%d\n"
 	       "  or: crashsim_oracle --seed %" PRIu64 " --ops %d --comps %d "
-	       "--size %u --qd %d --points %" PRIu64 " --subsets %d --second\n",
+	       "--size %u --qd %d --settle %d --points %" PRIu64 " --subsets %d"
+	       " --second\n",
 	       seed, point, k, why, seed, point, ncomp, nops_wanted, qd, seed,
-	       nops_wanted, ncomp, size_mib, qd, point, subsets_wanted);
+	       nops_wanted, ncomp, size_mib, qd, settle_every, point,
+	       subsets_wanted);
 	if (second)
 		printf("  second crash at operation %" PRIu64 " of the sync\n",
 		       point2);
@@ -1107,6 +1206,7 @@ static int run_seed(uint64_t seed, uint64_t only_point, int subsets,
 		copy_file(a, b);
 	}
 	gen_workload(seed, bm_data_area(comp_size));
+	sh->settled = 0;
 	st = run_child(workload_fn, 0);
 	if (st != 0) {
 		fprintf(stderr, "crashsim_oracle: workload without a crash "
@@ -1114,9 +1214,13 @@ static int run_seed(uint64_t seed, uint64_t only_point, int subsets,
 		return 1;
 	}
 	total = sh->backend_ops;
+	if (settle_every && !only_point)
+		printf("seed %" PRIu64 ": the settle passes cleared %" PRIu64
+		       " regions (run without a crash)\n", seed, sh->settled);
 	{
 		char why[700];
-		if (check_bitmap_intent(".journal", why, sizeof(why)) < 0) {
+		if (check_bitmap_intent(".journal", why, sizeof(why)) < 0 ||
+		    check_bitmap_clears(".journal", why, sizeof(why)) < 0) {
 			printf("FAIL seed=%" PRIu64 " (no crash): %s\n", seed, why);
 			return 1;
 		}
@@ -1184,7 +1288,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: crashsim_oracle [--dir D] [--seed S] [--ops N] "
 	        "[--comps 2|3] [--size MIB] [--points all|P] [--max-points N] "
-	        "[--subsets K] [--second] [--qd N] [--seconds T]\n");
+	        "[--subsets K] [--second] [--qd N] [--settle N] "
+	        "[--seconds T]\n");
 	exit(2);
 }
 
@@ -1221,6 +1326,8 @@ int main(int argc, char **argv)
 			subsets = atoi(v);
 		else if (!strcmp(a, "--qd"))
 			qd = atoi(v);
+		else if (!strcmp(a, "--settle"))
+			settle_every = atoi(v);
 		else if (!strcmp(a, "--seconds"))
 			seconds = atoi(v);
 		else
@@ -1228,7 +1335,8 @@ int main(int argc, char **argv)
 	}
 	subsets_wanted = subsets;
 	if (ncomp < 2 || ncomp > 3 || nops_wanted < 1 || nops_wanted > MAX_OPS ||
-	    size_mib < 1 || subsets < 1 || qd < 1 || qd > 64)
+	    size_mib < 1 || subsets < 1 || qd < 1 || qd > 64 ||
+	    settle_every < 0)
 		usage();
 	comp_size = (uint64_t)size_mib * 1048576 + BM_META_SIZE;
 	setenv("BM_CRASHSIM", "1", 1);
