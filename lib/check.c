@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "bitmap.h"
 #include "mirror.h"
 
 #define CHUNK_BYTES (1u << 20)
@@ -302,10 +303,20 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 			ops[n++] = (struct comp_op){.m = m, .comp = i,
 			        .op = BM_BOP_WRITE, .buf = bufs[ref] + all_first,
 			        .len = all_last - all_first, .off = off + all_first};
+	/* The span's bits on disk first, as for a client write: a crash
+	 * in the middle of the rewrite leaves a copy half repaired, which
+	 * the next start copies again over the marked regions. */
+	int slot = -1;
+	if (n && bm_bitmap_write_begin(m, off + all_first, all_last - all_first,
+	                               &slot) < 0) {
+		atomic_fetch_sub(&m->writes_inflight, 1);
+		snprintf(j->fatal, sizeof(j->fatal), "cannot record the repair "
+		         "at offset %" PRIu64 " in the bitmap", off);
+		return -EIO;
+	}
 	run_parallel(ops, n);
 	bm_ra_invalidate(m, off, len);
 	atomic_store(&m->last_write_ms, bm_now_ms());
-	atomic_fetch_sub(&m->writes_inflight, 1);
 	for (int k = 0; k < n; k++) {
 		pthread_mutex_lock(&j->lock);
 		j->written |= 1u << ops[k].comp;
@@ -316,6 +327,10 @@ static int repair_chunk(struct bm_check *j, uint64_t off, uint32_t len,
 		     m->comp[ops[k].comp].path, ops[k].off, strerror(-ops[k].err));
 		drop(m, ops[k].comp, ops[k].err, "write error during repair");
 	}
+	/* ended only once a component that failed it is out of service:
+	 * no clear of the bits may come between (bitmap.c) */
+	bm_bitmap_write_end(m, slot);
+	atomic_fetch_sub(&m->writes_inflight, 1);
 	return 0;
 }
 
