@@ -34,16 +34,22 @@
  * Every write is counted, from before its bit check until it has ended on
  * every component (failures decided: a component that failed it is out
  * of service first), in an epoch: `inflight` by the epoch's parity, and
- * `touched[r]` = the epoch of the last write that began on region r.  A
+ * `touched[r]` = the epoch of a write that began on region r (a slow
+ * writer of an older epoch may store its older value over a newer one:
+ * harmless, since a pass looks only once every write of the epoch it
+ * judges, and of all before, has ended).  A
  * pass (every BM_BITMAP_SETTLE_MS) bumps the epoch, waits (ticks, never
- * blocking) until no write of the old epoch e is in flight, then under
- * meta_lock, every component present ACTIVE: the regions set and not
- * touched in epoch e or since (no write for a whole period, none in
- * flight) are flushed on every component, their bits cleared in memory
+ * blocking) until no write of the old epoch e is in flight; then, every
+ * component present ACTIVE, the regions set and not touched in epoch e or
+ * since (no write for a whole period, none in flight) are flushed on every
+ * component (outside meta_lock: writes that need a bit, failure handling
+ * and the watchdog do not wait for it), and under meta_lock, the same
+ * connections still ACTIVE, their bits cleared in memory
  * (then touched looked at again: a write that began meanwhile may have
  * seen the bit, which is put back), and only the blocks that changed are
  * rewritten (the header too, with clear_seq and members, when the members
- * are not the components present).  A region cleared here was identical
+ * are not the components present); a component that does not take them
+ * is dropped, as for a bit it cannot set.  A region cleared here was identical
  * and on stable storage everywhere; a write after the clear finds its bit
  * gone and sets it again before issuing, its block write queued behind
  * the pass's (both under meta_lock).  The members stay meaningful: a
@@ -996,6 +1002,76 @@ static void set_members(struct bm_mirror *m)
 }
 
 /*
+ * Flushes every component present (all ACTIVE) at once, without meta_lock:
+ * a flush takes up to a slow disk's time, and writes that need a new bit,
+ * failure decisions and the watchdog would wait that long behind it.
+ * epochs[i]: component i's connection when flushed (a reconnect since
+ * means another connection, not flushed).  False if one could not be
+ * flushed (its next write or flush finds out; nothing is cleared).
+ */
+static bool flush_everywhere(struct bm_mirror *m, unsigned *epochs)
+{
+	struct bm_wait_op ops[BM_MAX_COMPONENTS];
+	struct bm_patience slow[BM_MAX_COMPONENTS];
+	int who[BM_MAX_COMPONENTS], n = 0;
+	bool ok = true;
+
+	for (int i = 0; i < m->ncomp && ok; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c))
+			continue;
+		epochs[i] = atomic_load(&c->epoch);
+		struct bm_backend *be = bm_comp_get(c);
+		if (!be) {
+			ok = false;
+			break;
+		}
+		bm_comp_patience(m, c, &slow[n]);
+		ops[n] = (struct bm_wait_op){.be = be, .op = BM_BOP_FLUSH,
+		                             .patience = &slow[n]};
+		who[n++] = i;
+	}
+	if (ok)
+		bm_backend_io_wait_all(ops, n, atomic_load(&m->io_timeout_ms));
+	for (int k = 0; k < n; k++) {
+		ok = ok && ops[k].result == 0;
+		bm_comp_put(&m->comp[who[k]]);
+	}
+	return ok;
+}
+
+/* meta_lock held: still every component present ACTIVE, on the
+ * connection flush_everywhere flushed? */
+static bool same_connections(struct bm_mirror *m, const unsigned *epochs)
+{
+	if (m->degraded || atomic_load(&m->meta_broken) || !all_in_sync(m))
+		return false;
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    atomic_load(&m->comp[i].epoch) != epochs[i])
+			return false;
+	return true;
+}
+
+/* meta_lock held: a component that could not take the pass's block writes
+ * leaves service like one that cannot set a bit (flush_pending): such a
+ * write may still be in flight (timed out) and land after a later bit
+ * set of the same block. */
+static void drop_unwritten(struct bm_mirror *m, const int *errs)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (errs[i] == 0 || !writable(c))
+			continue;
+		char why[128];
+		snprintf(why, sizeof(why), "cannot clear bits in its bitmap: %s",
+		         strerror(-errs[i]));
+		bm_meta_drop_locked(m, c, bm_error_is_gone(errs[i])
+		                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
+	}
+}
+
+/*
  * settle_lock held, no write of epoch e in flight: clears the bits of the
  * regions no write touched in epoch e or since, once their data is flushed
  * on every component, and writes the blocks that changed.  Returns the
@@ -1008,20 +1084,20 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	uint32_t *idx = NULL, n = 0;
 	uint8_t *img = NULL;
 	bool *changed = NULL;
+	unsigned epochs[BM_MAX_COMPONENTS];
+	int errs[BM_MAX_COMPONENTS] = {0};
 
-	pthread_mutex_lock(&m->meta_lock);
-	if (m->degraded || atomic_load(&m->meta_broken) || !all_in_sync(m))
-		goto out;
-	if (next_settled(b, 0, e) == b->nregions)
-		goto out;
-	/* every write to those regions has ended (epoch e drained): on
-	 * stable storage everywhere before any bit of theirs is cleared */
-	if (bm_meta_flush_all_locked(m) < 0 || m->degraded || !all_in_sync(m))
-		goto out;
+	if (!all_in_sync(m) || next_settled(b, 0, e) == b->nregions)
+		return 0;
 	changed = calloc(b->nblocks, sizeof(*changed));
 	idx = malloc(b->nblocks * sizeof(*idx));
 	img = malloc((size_t)b->nblocks * BM_BITMAP_BLOCK);
-	if (!changed || !idx || !img)
+	/* every write to those regions has ended (epoch e drained): on
+	 * stable storage everywhere before any bit of theirs is cleared */
+	if (!changed || !idx || !img || !flush_everywhere(m, epochs))
+		goto out_free;
+	pthread_mutex_lock(&m->meta_lock);
+	if (!same_connections(m, epochs))
 		goto out;
 	pthread_mutex_lock(&b->lock);
 	for (r = next_settled(b, 0, e); r < b->nregions;
@@ -1047,13 +1123,11 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 		/* a copy ended since the last clear: its target is in sync now
 		 * and a member from here on, which the header must say */
 		set_members(m);
-		for (int i = 0; i < m->ncomp; i++) {
-			struct bm_component *c = &m->comp[i];
-			if (bm_comp_present(c) && write_all_to(m, c) < 0)
-				fprintf(stderr, "blkmirror: %s: cannot clear bits in "
-				        "the bitmap of %s\n", m->name, c->path);
-		}
+		for (int i = 0; i < m->ncomp; i++)
+			if (bm_comp_present(&m->comp[i]))
+				errs[i] = write_all_to(m, &m->comp[i]);
 		pthread_mutex_unlock(&b->lock);
+		drop_unwritten(m, errs);
 		goto out;
 	}
 	for (uint32_t i = 0; i < b->nblocks; i++) {
@@ -1065,17 +1139,14 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	}
 	pthread_mutex_unlock(&b->lock);
 	/* A bit-setting writer waits for meta_lock to write its blocks: ours
-	 * land first.  A block that did not reach a component leaves stale
-	 * bits there (a copy too many) or a bad crc (a full copy): safe. */
-	int errs[BM_MAX_COMPONENTS];
+	 * land first.  A component that did not take them all is dropped
+	 * (drop_unwritten); on its disk they left stale bits or a bad crc,
+	 * a copy too many or a full one: safe. */
 	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
-		for (int i = 0; i < m->ncomp; i++)
-			if (errs[i] < 0)
-				fprintf(stderr, "blkmirror: %s: cannot clear bits in "
-				        "the bitmap of %s: %s\n", m->name,
-				        m->comp[i].path, strerror(-errs[i]));
+		drop_unwritten(m, errs);
 out:
 	pthread_mutex_unlock(&m->meta_lock);
+out_free:
 	free(changed);
 	free(idx);
 	free(img);
@@ -1088,7 +1159,10 @@ void bm_bitmap_settle(struct bm_mirror *m, long period_ms)
 
 	if (!b)
 		return;
-	pthread_mutex_lock(&b->settle_lock);
+	/* bm_bitmap_settle_now (tests) may hold it while it waits for
+	 * writes to end, and ending one may need this thread: skip a tick */
+	if (pthread_mutex_trylock(&b->settle_lock) != 0)
+		return;
 	long long now = bm_now_ms();
 	if (!b->settling) {
 		if (now - b->settle_ms >= period_ms) {
@@ -1126,6 +1200,19 @@ uint64_t bm_bitmap_settle_now(struct bm_mirror *m)
 	cleared = settle_regions(m, e);
 	pthread_mutex_unlock(&b->settle_lock);
 	return cleared;
+}
+
+bool bm_bitmap_region_on_disk(struct bm_mirror *m, uint64_t r)
+{
+	struct bm_bitmap *b = m->bitmap;
+	bool set;
+
+	if (!b || r >= b->nregions)
+		return true;
+	pthread_mutex_lock(&b->lock);
+	set = bit_get(b->want, r);
+	pthread_mutex_unlock(&b->lock);
+	return set;
 }
 
 uint64_t bm_bitmap_dirty_count(struct bm_mirror *m)

@@ -210,6 +210,9 @@ bool bm_bitmap_is_member(struct bm_mirror *m, struct bm_component *c);
 uint64_t bm_bitmap_region_size(struct bm_mirror *m);
 bool bm_bitmap_region_set(struct bm_mirror *m, uint64_t r);
 uint64_t bm_bitmap_dirty_count(struct bm_mirror *m);
+/* Is region r's bit in the image written to disk (set or being set)?  A
+ * pass's clear is never seen half done here (tests). */
+bool bm_bitmap_region_on_disk(struct bm_mirror *m, uint64_t r);
 /* status: one "Bitmap: ..." line. */
 int bm_bitmap_status_text(struct bm_mirror *m, char *buf, size_t len);
 

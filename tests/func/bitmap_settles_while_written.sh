@@ -57,8 +57,11 @@ line=$(grep "synchronized:" "$T/m0.log" | tail -n 1)
 [[ $line == *"dirty regions only"* ]] || fail "not a dirty-region copy: $line"
 copied=$(sed -E 's/.*: ([0-9]+) bytes copied.*/\1/' <<<"$line")
 [ "$copied" -le $MIB ] || fail "copied $copied bytes, more than region 0"
-qemu-io -f raw "$u" -c 'read -P 0x33 3M 64k' -c 'read -P 0x34 40M 1M' >"$T/read.out"
-[ "$(grep -c '^read' "$T/read.out")" = 2 ] || fail "data of the cleared regions lost"
+qemu-io -f raw "$u" -c 'read -P 0x33 3M 64k' -c 'read -P 0x34 40M 1M' >"$T/read.out" 2>&1 ||
+  fail "data of the cleared regions lost: $(cat "$T/read.out")"
+has -q "Pattern verification failed" "$T/read.out" &&
+  fail "data of the cleared regions lost: $(cat "$T/read.out")"
+[ "$(grep -c '^read' "$T/read.out")" = 2 ] || fail "reads missing: $(cat "$T/read.out")"
 
 # degraded: b out, region 7 written once, region 0 all the while: 7 stays
 bm deactivate m0 "$T/b"
