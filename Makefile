@@ -139,18 +139,20 @@ soak: all
 # new seeded workloads for TORTURE_SECONDS (default 180), each at random
 # crash points with a second crash during the resync.  A failure prints
 # the seed and point; SEED=S POINT=P replays that one crash point.
+# TORTURE_SETTLE=N runs the bitmap's settle pass before every Nth request.
 TORTURE_SECONDS ?= 180
 TORTURE_SEED ?= $(shell date +%s)
 TORTURE_OPS ?= 200
 TORTURE_QD ?= 4
+TORTURE_SETTLE ?= 0
 TORTURE_DIR ?= /tmp/blkmirror-torture
 torture: $(BUILD)/tests/crashsim_oracle
 	@rm -rf $(TORTURE_DIR)
 	$(if $(SEED),$(BUILD)/tests/crashsim_oracle --dir $(TORTURE_DIR) \
-		--seed $(SEED) --ops $(TORTURE_OPS) --qd $(TORTURE_QD) --points $(or $(POINT),all) \
+		--seed $(SEED) --ops $(TORTURE_OPS) --qd $(TORTURE_QD) --settle $(TORTURE_SETTLE) --points $(or $(POINT),all) \
 		--subsets 4 --second $(if $(COMPS),--comps $(COMPS)), \
 	$(BUILD)/tests/crashsim_oracle --dir $(TORTURE_DIR) \
-		--seed $(TORTURE_SEED) --ops $(TORTURE_OPS) --qd $(TORTURE_QD) --max-points 8 \
+		--seed $(TORTURE_SEED) --ops $(TORTURE_OPS) --qd $(TORTURE_QD) --settle $(TORTURE_SETTLE) --max-points 8 \
 		--subsets 4 --seconds $(TORTURE_SECONDS) $(if $(COMPS),--comps $(COMPS)))
 	@rm -rf $(TORTURE_DIR)
 

@@ -719,6 +719,24 @@ static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
 	return 0;
 }
 
+/* meta_lock held: components whose bitmap blocks could not be written
+ * (errs[i] < 0) leave service: a bit it lacks may be one a write relies
+ * on, and a write that timed out may still be in flight and land after
+ * a later write of the same block. */
+static void drop_unwritten(struct bm_mirror *m, const int *errs,
+                           const char *what)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (errs[i] == 0 || !writable(c))
+			continue;
+		char why[128];
+		snprintf(why, sizeof(why), "%s: %s", what, strerror(-errs[i]));
+		bm_meta_drop_locked(m, c, bm_error_is_gone(errs[i])
+		                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
+	}
+}
+
 /* Caller holds meta_lock, not b->lock.  Writes the blocks that have
  * wanted bits not yet durable to every component in service, then makes
  * them durable.  0, or -EIO when no ACTIVE component holds them. */
@@ -764,16 +782,8 @@ static int flush_pending(struct bm_mirror *m)
 		            has_bitmap(m, &m->comp[ci]);
 	if (n)
 		err = write_blocks_everywhere(m, img, idx, n, errs);
-	for (int ci = 0; ci < m->ncomp && n && err == 0; ci++) {
-		struct bm_component *c = &m->comp[ci];
-		if (!wrote[ci] || errs[ci] == 0 || !writable(c))
-			continue;
-		char why[128];
-		snprintf(why, sizeof(why), "cannot write its bitmap: %s",
-		         strerror(-errs[ci]));
-		bm_meta_drop_locked(m, c, bm_error_is_gone(errs[ci])
-		                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
-	}
+	if (n && err == 0)
+		drop_unwritten(m, errs, "cannot write its bitmap");
 	/* after every drop: one may have failed another's label */
 	for (int ci = 0; ci < m->ncomp && n && err == 0; ci++)
 		if (wrote[ci] && errs[ci] == 0 &&
@@ -882,60 +892,6 @@ int bm_bitmap_write_begin(struct bm_mirror *m, uint64_t off, uint64_t len,
 	return 0;
 }
 
-void bm_bitmap_clear_locked(struct bm_mirror *m)
-{
-	struct bm_bitmap *b = m->bitmap;
-	int nact = 0;
-
-	BM_ASSERT_HELD(&m->meta_lock);
-	if (!b || m->degraded || atomic_load(&m->writes_inflight) > 0)
-		return;
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (!bm_comp_present(c))
-			continue;
-		if (atomic_load(&c->state) != BM_CS_ACTIVE || !has_bitmap(m, c))
-			return;
-		nact++;
-	}
-	if (nact == 0 || nact > (int)BM_BITMAP_MAX_MEMBERS)
-		return;
-	pthread_mutex_lock(&b->lock);
-	bool any = false;
-	for (size_t k = 0; k < (size_t)b->nblocks * BM_BITMAP_BITS_BYTES; k++)
-		any |= b->want[k] != 0;
-	bool same_members = (int)b->h.nmembers == nact;
-	for (int i = 0, j = 0; i < m->ncomp && same_members; i++)
-		if (bm_comp_present(&m->comp[i]))
-			same_members = b->h.members[j++] == m->comp[i].label.component_id;
-	if (b->writing || (!any && same_members)) {
-		pthread_mutex_unlock(&b->lock);
-		return;
-	}
-	/* no writer can be between its bit check and its issue: none is
-	 * in flight and new ones wait at meta_lock (bm_meta_mark_dirty) */
-	for (uint64_t w = 0; w < (b->nregions + 63) / 64; w++)
-		atomic_store(&b->durable[w], 0);
-	memset(b->want, 0, (size_t)b->nblocks * BM_BITMAP_BITS_BYTES);
-	b->h.clear_seq++;
-	b->h.seq++;
-	memset(b->h.members, 0, sizeof(b->h.members));
-	b->h.nmembers = 0;
-	for (int i = 0; i < m->ncomp; i++)
-		if (bm_comp_present(&m->comp[i]))
-			b->h.members[b->h.nmembers++] = m->comp[i].label.component_id;
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (!bm_comp_present(c))
-			continue;
-		/* a stale set bit on disk only costs a copy: no failure here */
-		if (write_all_to(m, c) < 0)
-			fprintf(stderr, "blkmirror: %s: cannot clear the bitmap of "
-			        "%s\n", m->name, c->path);
-	}
-	pthread_mutex_unlock(&b->lock);
-}
-
 /* Every component present is ACTIVE with this bitmap (1 to 16 of them):
  * the state in which bits may be cleared. */
 static bool all_in_sync(struct bm_mirror *m)
@@ -951,23 +907,6 @@ static bool all_in_sync(struct bm_mirror *m)
 		nact++;
 	}
 	return nact > 0 && nact <= (int)BM_BITMAP_MAX_MEMBERS;
-}
-
-void (*bm_bitmap_settle_test_pause)(uint64_t region);
-
-/* The first region from r on that is set and untouched since epoch e
- * began (nregions if none); words without a set bit are skipped whole. */
-static uint64_t next_settled(struct bm_bitmap *b, uint64_t r, uint32_t e)
-{
-	for (; r < b->nregions; r++) {
-		if (r % 64 == 0 && atomic_load(&b->durable[r / 64]) == 0) {
-			r += 63;
-			continue;
-		}
-		if (durable_get(b, r) && atomic_load(&b->touched[r]) < e)
-			return r;
-	}
-	return b->nregions;
 }
 
 /* b->lock held: are the members of the last clear the components present? */
@@ -999,6 +938,57 @@ static void set_members(struct bm_mirror *m)
 	for (int i = 0; i < m->ncomp; i++)
 		if (bm_comp_present(&m->comp[i]))
 			b->h.members[b->h.nmembers++] = m->comp[i].label.component_id;
+}
+
+void bm_bitmap_clear_locked(struct bm_mirror *m)
+{
+	struct bm_bitmap *b = m->bitmap;
+
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (!b || m->degraded || atomic_load(&m->writes_inflight) > 0 ||
+	    !all_in_sync(m))
+		return;
+	pthread_mutex_lock(&b->lock);
+	bool any = false;
+	for (size_t k = 0; k < (size_t)b->nblocks * BM_BITMAP_BITS_BYTES; k++)
+		any |= b->want[k] != 0;
+	if (b->writing || (!any && members_are_present(m))) {
+		pthread_mutex_unlock(&b->lock);
+		return;
+	}
+	/* no writer can be between its bit check and its issue: none is
+	 * in flight and new ones wait at meta_lock (bm_meta_mark_dirty) */
+	for (uint64_t w = 0; w < (b->nregions + 63) / 64; w++)
+		atomic_store(&b->durable[w], 0);
+	memset(b->want, 0, (size_t)b->nblocks * BM_BITMAP_BITS_BYTES);
+	set_members(m);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!bm_comp_present(c))
+			continue;
+		/* a stale set bit on disk only costs a copy: no failure here */
+		if (write_all_to(m, c) < 0)
+			fprintf(stderr, "blkmirror: %s: cannot clear the bitmap of "
+			        "%s\n", m->name, c->path);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+void (*bm_bitmap_settle_test_pause)(uint64_t region);
+
+/* The first region from r on that is set and untouched since epoch e
+ * began (nregions if none); words without a set bit are skipped whole. */
+static uint64_t next_settled(struct bm_bitmap *b, uint64_t r, uint32_t e)
+{
+	for (; r < b->nregions; r++) {
+		if (r % 64 == 0 && atomic_load(&b->durable[r / 64]) == 0) {
+			r += 63;
+			continue;
+		}
+		if (durable_get(b, r) && atomic_load(&b->touched[r]) < e)
+			return r;
+	}
+	return b->nregions;
 }
 
 /*
@@ -1051,24 +1041,6 @@ static bool same_connections(struct bm_mirror *m, const unsigned *epochs)
 		    atomic_load(&m->comp[i].epoch) != epochs[i])
 			return false;
 	return true;
-}
-
-/* meta_lock held: a component that could not take the pass's block writes
- * leaves service like one that cannot set a bit (flush_pending): such a
- * write may still be in flight (timed out) and land after a later bit
- * set of the same block. */
-static void drop_unwritten(struct bm_mirror *m, const int *errs)
-{
-	for (int i = 0; i < m->ncomp; i++) {
-		struct bm_component *c = &m->comp[i];
-		if (errs[i] == 0 || !writable(c))
-			continue;
-		char why[128];
-		snprintf(why, sizeof(why), "cannot clear bits in its bitmap: %s",
-		         strerror(-errs[i]));
-		bm_meta_drop_locked(m, c, bm_error_is_gone(errs[i])
-		                    ? BM_CS_DISCONNECTED : BM_CS_FAILED, why);
-	}
 }
 
 /*
@@ -1127,7 +1099,7 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 			if (bm_comp_present(&m->comp[i]))
 				errs[i] = write_all_to(m, &m->comp[i]);
 		pthread_mutex_unlock(&b->lock);
-		drop_unwritten(m, errs);
+		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
 		goto out;
 	}
 	for (uint32_t i = 0; i < b->nblocks; i++) {
@@ -1143,7 +1115,7 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	 * (drop_unwritten); on its disk they left stale bits or a bad crc,
 	 * a copy too many or a full one: safe. */
 	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
-		drop_unwritten(m, errs);
+		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
 out:
 	pthread_mutex_unlock(&m->meta_lock);
 out_free:

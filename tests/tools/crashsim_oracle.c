@@ -1165,12 +1165,13 @@ static int try_point(uint64_t seed, uint64_t point, int k, bool second)
 fail:
 	printf("FAIL seed=%" PRIu64 " point=%" PRIu64 " subset=%d: %s\n"
 	       "  replay: make torture SEED=%" PRIu64 " POINT=%" PRIu64
-	       " COMPS=%d TORTURE_OPS=%d TORTURE_QD=%d\n"
+	       " COMPS=%d TORTURE_OPS=%d TORTURE_QD=%d TORTURE_SETTLE=%d\n"
 	       "  or: crashsim_oracle --seed %" PRIu64 " --ops %d --comps %d "
 	       "--size %u --qd %d --settle %d --points %" PRIu64 " --subsets %d"
 	       " --second\n",
-	       seed, point, k, why, seed, point, ncomp, nops_wanted, qd, seed,
-	       nops_wanted, ncomp, size_mib, qd, settle_every, point,
+	       seed, point, k, why, seed, point, ncomp, nops_wanted, qd,
+	       settle_every, seed, nops_wanted, ncomp, size_mib, qd,
+	       settle_every, point,
 	       subsets_wanted);
 	if (second)
 		printf("  second crash at operation %" PRIu64 " of the sync\n",
@@ -1246,8 +1247,9 @@ static int run_seed(uint64_t seed, uint64_t only_point, int subsets,
 			printf("FAIL seed=%" PRIu64 " point=%" PRIu64 ": workload "
 			       "child: %s (status %d)\n  replay: make torture "
 			       "SEED=%" PRIu64 " POINT=%" PRIu64 " COMPS=%d "
-			       "TORTURE_OPS=%d TORTURE_QD=%d\n", seed, p, sh->why,
-			       st, seed, p, ncomp, nops_wanted, qd);
+			       "TORTURE_OPS=%d TORTURE_QD=%d TORTURE_SETTLE=%d\n",
+			       seed, p, sh->why, st, seed, p, ncomp, nops_wanted,
+			       qd, settle_every);
 			fails++;
 			continue;
 		}
