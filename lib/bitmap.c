@@ -42,8 +42,8 @@
  * blocking) until no write of the old epoch e is in flight; then, every
  * component present ACTIVE, the regions set and not touched in epoch e or
  * since (no write for a whole period, none in flight) are flushed on every
- * component (outside meta_lock: writes that need a bit, failure handling
- * and the watchdog do not wait for it), and under meta_lock, the same
+ * component (outside meta_lock: writes that need a bit do not wait for
+ * it), and under meta_lock, the same
  * connections still ACTIVE, their bits cleared in memory
  * (then touched looked at again: a write that began meanwhile may have
  * seen the bit, which is put back), and only the blocks that changed are
@@ -75,6 +75,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,10 @@ struct bm_bitmap {
 	uint8_t *want;               /* nblocks * BITS_BYTES, the disk image */
 	struct bm_bitmap_header h;   /* clear_seq, members, sets, seq */
 	bool failed;                 /* the last write could not be recorded */
+	/* meta_lock: a pass's clear of blocks timed out on this component,
+	 * which stayed in service (the last ACTIVE one); the clear may still
+	 * land, so its next bitmap write waits for it (landed_before) */
+	bool clear_unsure[BM_MAX_COMPONENTS];
 	/* The settle pass (see THE RULES, Settling) */
 	_Atomic uint32_t *touched;   /* per region: epoch of its last write */
 	_Atomic uint32_t epoch;      /* starts at 1; bumped by the pass */
@@ -492,12 +497,36 @@ static bool has_bitmap(struct bm_mirror *m, struct bm_component *c)
 	return c->be && c->label.bitmap_size && c->label.bitmap_chunk == b->region;
 }
 
+/* meta_lock held: 0 when nothing a pass wrote to c may still land (a clear
+ * that timed out there: waited for, up to tmo), else -ETIMEDOUT: a bit
+ * written now could be overwritten by that old clear, so it is not. */
+static int landed_before(struct bm_mirror *m, struct bm_component *c, long tmo)
+{
+	struct bm_bitmap *b = m->bitmap;
+	int ci = (int)(c - m->comp);
+
+	if (!b->clear_unsure[ci])
+		return 0;
+	for (long waited = 0; c->be && atomic_load(&c->be->detached) > 0;
+	     waited++) {
+		if (waited >= tmo)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	b->clear_unsure[ci] = false;
+	return 0;
+}
+
 /* Caller holds meta_lock and b->lock.  Writes the whole bitmap (header and
  * blocks from want) to c and flushes it. */
 static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 {
 	struct bm_bitmap *b = m->bitmap;
 	struct bm_bitmap_header h = b->h;
+	int err = landed_before(m, c, atomic_load(&m->io_timeout_ms));
+
+	if (err < 0)
+		return err;
 
 	h.mirror_id = c->label.mirror_id;
 	h.component_id = c->label.component_id;
@@ -510,7 +539,7 @@ static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 	long tmo = atomic_load(&m->io_timeout_ms);
 	struct bm_patience slow;
 	bm_comp_patience_locked(m, c, &slow);
-	int err = area_write(c->be, &c->label, all,
+	err = area_write(c->be, &c->label, all,
 	                     (size_t)bm_bitmap_bytes(b->nblocks), 0, tmo, &slow);
 	if (err == 0)
 		err = bm_backend_io_wait_patient(c->be, BM_BOP_FLUSH, NULL, 0, 0, 0,
@@ -675,6 +704,7 @@ static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
 		errs[ci] = 0;
 		if (writable(c) && has_bitmap(m, c)) {
 			bm_comp_patience_locked(m, c, &slow[ci]);
+			errs[ci] = landed_before(m, c, tmo);
 			who[ncomp++] = ci;
 		}
 	}
@@ -974,7 +1004,7 @@ void bm_bitmap_clear_locked(struct bm_mirror *m)
 	pthread_mutex_unlock(&b->lock);
 }
 
-void (*bm_bitmap_settle_test_pause)(uint64_t region);
+void (*_Atomic bm_bitmap_settle_test_pause)(uint64_t region);
 
 /* The first region from r on that is set and untouched since epoch e
  * began (nregions if none); words without a set bit are skipped whole. */
@@ -993,8 +1023,10 @@ static uint64_t next_settled(struct bm_bitmap *b, uint64_t r, uint32_t e)
 
 /*
  * Flushes every component present (all ACTIVE) at once, without meta_lock:
- * a flush takes up to a slow disk's time, and writes that need a new bit,
- * failure decisions and the watchdog would wait that long behind it.
+ * a flush takes up to a slow disk's time, and writes that need a new bit
+ * would wait that long behind it.  (The event thread, which runs the pass,
+ * does wait: failure decisions and the watchdog come after it, as after
+ * the idle clean's flush.)
  * epochs[i]: component i's connection when flushed (a reconnect since
  * means another connection, not flushed).  False if one could not be
  * flushed (its next write or flush finds out; nothing is cleared).
@@ -1003,10 +1035,14 @@ static bool flush_everywhere(struct bm_mirror *m, unsigned *epochs)
 {
 	struct bm_wait_op ops[BM_MAX_COMPONENTS];
 	struct bm_patience slow[BM_MAX_COMPONENTS];
-	int who[BM_MAX_COMPONENTS], n = 0;
+	int who[BM_MAX_COMPONENTS], n = 0, nc = atomic_load(&m->ncomp);
 	bool ok = true;
 
-	for (int i = 0; i < m->ncomp && ok; i++) {
+	/* epochs[i] of a slot not flushed: one no connection has (a slot
+	 * filled since is refused by same_connections) */
+	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
+		epochs[i] = UINT_MAX;
+	for (int i = 0; i < nc && ok; i++) {
 		struct bm_component *c = &m->comp[i];
 		if (!bm_comp_present(c))
 			continue;
@@ -1031,7 +1067,8 @@ static bool flush_everywhere(struct bm_mirror *m, unsigned *epochs)
 }
 
 /* meta_lock held: still every component present ACTIVE, on the
- * connection flush_everywhere flushed? */
+ * connection flush_everywhere flushed (a component present now that was
+ * not then has UINT_MAX there)? */
 static bool same_connections(struct bm_mirror *m, const unsigned *epochs)
 {
 	if (m->degraded || atomic_load(&m->meta_broken) || !all_in_sync(m))
@@ -1041,6 +1078,17 @@ static bool same_connections(struct bm_mirror *m, const unsigned *epochs)
 		    atomic_load(&m->comp[i].epoch) != epochs[i])
 			return false;
 	return true;
+}
+
+/* meta_lock held, after drop_unwritten: a component that failed the
+ * pass's blocks and stayed in service (the last ACTIVE one) may still get
+ * them later (a timed-out write is left in flight): its next bitmap write
+ * waits for them first (landed_before). */
+static void mark_unsure(struct bm_mirror *m, const int *errs)
+{
+	for (int i = 0; i < m->ncomp; i++)
+		if (errs[i] < 0 && writable(&m->comp[i]))
+			m->bitmap->clear_unsure[i] = true;
 }
 
 /*
@@ -1075,8 +1123,9 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	for (r = next_settled(b, 0, e); r < b->nregions;
 	     r = next_settled(b, r + 1, e)) {
 		uint64_t bit = 1ull << (r % 64);
-		if (bm_bitmap_settle_test_pause)
-			bm_bitmap_settle_test_pause(r);
+		void (*pause)(uint64_t) = atomic_load(&bm_bitmap_settle_test_pause);
+		if (pause)
+			pause(r);
 		atomic_fetch_and(&b->durable[r / 64], ~bit);
 		if (atomic_load(&b->touched[r]) >= e) {
 			/* a write came meanwhile and may have seen the bit:
@@ -1096,10 +1145,14 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 		 * and a member from here on, which the header must say */
 		set_members(m);
 		for (int i = 0; i < m->ncomp; i++)
-			if (bm_comp_present(&m->comp[i]))
+			if (bm_comp_present(&m->comp[i])) {
 				errs[i] = write_all_to(m, &m->comp[i]);
+				if (errs[i] == -ENOMEM) /* nothing written */
+					errs[i] = 0;
+			}
 		pthread_mutex_unlock(&b->lock);
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
+		mark_unsure(m, errs);
 		goto out;
 	}
 	for (uint32_t i = 0; i < b->nblocks; i++) {
@@ -1114,8 +1167,10 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	 * land first.  A component that did not take them all is dropped
 	 * (drop_unwritten); on its disk they left stale bits or a bad crc,
 	 * a copy too many or a full one: safe. */
-	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
+	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0) {
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
+		mark_unsure(m, errs);
+	}
 out:
 	pthread_mutex_unlock(&m->meta_lock);
 out_free:

@@ -195,7 +195,7 @@ void bm_bitmap_settle(struct bm_mirror *m, long period_ms);
 uint64_t bm_bitmap_settle_now(struct bm_mirror *m);
 /* Unit tests only (NULL otherwise): called between the choice of a region
  * to clear and the clear, to widen the window a writer may enter. */
-extern void (*bm_bitmap_settle_test_pause)(uint64_t region);
+extern void (*_Atomic bm_bitmap_settle_test_pause)(uint64_t region);
 /* meta_lock held: clears every bit (idle clean, nothing in flight) when
  * every component present is ACTIVE; records them as the members. */
 void bm_bitmap_clear_locked(struct bm_mirror *m);

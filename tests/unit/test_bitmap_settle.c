@@ -168,14 +168,19 @@ int main(void)
 	CHECK_EQ(write_begin(200 * REGION, &slot), 0);
 	CHECK(bm_bitmap_region_set(mir, 200));
 	/* in flight across the event thread's passes (period 0: every
-	 * call a step, none waits for the write): stays */
-	for (int k = 0; k < 4; k++)
+	 * call a step, none waits for the write; a call finding the event
+	 * thread's own tick in the lock does nothing): stays */
+	for (int k = 0; k < 20; k++) {
 		bm_bitmap_settle(mir, 0);
+		usleep(1000);
+	}
 	CHECK(bm_bitmap_region_set(mir, 200));
 	write_end(slot);
-	bm_bitmap_settle(mir, 0);
-	bm_bitmap_settle(mir, 0);
-	bm_bitmap_settle(mir, 0);
+	/* once it ended: a bump and a clear later (three steps at least) */
+	for (int k = 0; k < 2000 && bm_bitmap_region_set(mir, 200); k++) {
+		bm_bitmap_settle(mir, 0);
+		usleep(1000);
+	}
 	CHECK(!bm_bitmap_region_set(mir, 200));
 
 	/* the race, made to happen: the write that slipped in keeps its
