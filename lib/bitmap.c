@@ -397,10 +397,11 @@ struct bm_bitmap {
 	uint8_t *want;               /* nblocks * BITS_BYTES, the disk image */
 	struct bm_bitmap_header h;   /* clear_seq, members, sets, seq */
 	bool failed;                 /* the last write could not be recorded */
-	/* meta_lock: a pass's clear of blocks timed out on this component,
-	 * which stayed in service (the last ACTIVE one); the clear may still
-	 * land, so its next bitmap write waits for it (landed_before) */
-	bool clear_unsure[BM_MAX_COMPONENTS];
+	/* meta_lock: a bitmap write failed on this component after it was
+	 * issued (a timeout leaves it in flight); if the component stayed
+	 * in service (the last ACTIVE one) that old image may still land
+	 * over a newer one, so its next bitmap write waits (landed_before) */
+	bool write_unsure[BM_MAX_COMPONENTS];
 	/* The settle pass (see THE RULES, Settling) */
 	_Atomic uint32_t *touched;   /* per region: epoch of its last write */
 	_Atomic uint32_t epoch;      /* starts at 1; bumped by the pass */
@@ -497,23 +498,24 @@ static bool has_bitmap(struct bm_mirror *m, struct bm_component *c)
 	return c->be && c->label.bitmap_size && c->label.bitmap_chunk == b->region;
 }
 
-/* meta_lock held: 0 when nothing a pass wrote to c may still land (a clear
- * that timed out there: waited for, up to tmo), else -ETIMEDOUT: a bit
- * written now could be overwritten by that old clear, so it is not. */
+/* meta_lock held: 0 when no older bitmap write to c may still land (one
+ * that failed there: its abandoned requests waited for, up to tmo; 0
+ * means no timeout, and then nothing is abandoned), else -ETIMEDOUT: a
+ * bit written now could be overwritten by the old image, so it is not. */
 static int landed_before(struct bm_mirror *m, struct bm_component *c, long tmo)
 {
 	struct bm_bitmap *b = m->bitmap;
 	int ci = (int)(c - m->comp);
 
-	if (!b->clear_unsure[ci])
+	if (!b->write_unsure[ci])
 		return 0;
 	for (long waited = 0; c->be && atomic_load(&c->be->detached) > 0;
 	     waited++) {
-		if (waited >= tmo)
+		if (tmo > 0 && waited >= tmo)
 			return -ETIMEDOUT;
 		usleep(1000);
 	}
-	b->clear_unsure[ci] = false;
+	b->write_unsure[ci] = false;
 	return 0;
 }
 
@@ -544,6 +546,8 @@ static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 	if (err == 0)
 		err = bm_backend_io_wait_patient(c->be, BM_BOP_FLUSH, NULL, 0, 0, 0,
 		                                 tmo, &slow);
+	if (err < 0)
+		b->write_unsure[c - m->comp] = true;
 	free(all);
 	return err;
 }
@@ -746,6 +750,9 @@ static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
 	bm_backend_io_wait_all(ops, nops, tmo);
 	for (int i = 0; i < nops; i++)
 		errs[opc[i]] = ops[i].result;
+	for (int w = 0; w < ncomp; w++)
+		if (errs[who[w]] < 0)
+			m->bitmap->write_unsure[who[w]] = true;
 	return 0;
 }
 
@@ -1080,17 +1087,6 @@ static bool same_connections(struct bm_mirror *m, const unsigned *epochs)
 	return true;
 }
 
-/* meta_lock held, after drop_unwritten: a component that failed the
- * pass's blocks and stayed in service (the last ACTIVE one) may still get
- * them later (a timed-out write is left in flight): its next bitmap write
- * waits for them first (landed_before). */
-static void mark_unsure(struct bm_mirror *m, const int *errs)
-{
-	for (int i = 0; i < m->ncomp; i++)
-		if (errs[i] < 0 && writable(&m->comp[i]))
-			m->bitmap->clear_unsure[i] = true;
-}
-
 /*
  * settle_lock held, no write of epoch e in flight: clears the bits of the
  * regions no write touched in epoch e or since, once their data is flushed
@@ -1152,7 +1148,6 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 			}
 		pthread_mutex_unlock(&b->lock);
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
-		mark_unsure(m, errs);
 		goto out;
 	}
 	for (uint32_t i = 0; i < b->nblocks; i++) {
@@ -1167,10 +1162,8 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	 * land first.  A component that did not take them all is dropped
 	 * (drop_unwritten); on its disk they left stale bits or a bad crc,
 	 * a copy too many or a full one: safe. */
-	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0) {
+	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
-		mark_unsure(m, errs);
-	}
 out:
 	pthread_mutex_unlock(&m->meta_lock);
 out_free:

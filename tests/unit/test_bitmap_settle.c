@@ -94,8 +94,9 @@ static void *inject_writer(void *arg)
 	pthread_mutex_lock(&inj_lock);
 	while (inj_state != 1 && inj_state != -1)
 		pthread_cond_wait(&inj_cond, &inj_lock);
+	int st = inj_state;
 	pthread_mutex_unlock(&inj_lock);
-	if (inj_state == -1)
+	if (st == -1)
 		return NULL; /* the hook never ran: the test says so */
 	/* the mirror is DIRTY already: no meta_lock (the pass holds it) */
 	if (!atomic_load(&mir->dirty_on_disk) ||
