@@ -424,6 +424,7 @@ release_client() {
 # meanwhile (one stuck sector, a lost reply); with "flush", only flushes.  (nbdkit 1.32's pause filter
 # aborts now and then when a client closes a connection whose requests it
 # holds, which is exactly what a mirror does to a component that hangs.)
+# Every write's offset is appended to $T/NAME.writes as it arrives.
 hangdisk() {
   local name=$1 mib=$2 at=${3:-}
   local wait="while [ -e $T/$1.hang ]; do sleep 0.05; done; [ -d $T ] || exit 1"
@@ -440,7 +441,7 @@ hangdisk() {
     get_size="echo $((mib * MIB))" can_write='exit 0' can_flush='exit 0' \
     can_multi_conn='exit 0' thread_model="echo $model" flush="$flush" \
     pread="$wait; dd if=$T/$name.img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
-    pwrite="$wait; dd of=$T/$name.img seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
+    pwrite="echo \$4 >>$T/$name.writes; $wait; dd of=$T/$name.img seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
     >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$name.disk.pid")")
