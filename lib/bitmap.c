@@ -37,19 +37,21 @@
  * `touched[r]` = the epoch of a write that began on region r (a slow
  * writer of an older epoch may store its older value over a newer one:
  * harmless, since a pass looks only once every write of the epoch it
- * judges, and of all before, has ended).  A
- * pass (every BM_BITMAP_SETTLE_MS) bumps the epoch, waits (ticks, never
- * blocking) until no write of the old epoch e is in flight; then, every
- * component present ACTIVE, the regions set and not touched in epoch e or
- * since (no write for a whole period, none in flight) are flushed on every
+ * judges, and of all before, has ended).  A pass (every
+ * BM_BITMAP_SETTLE_MS) bumps the epoch and waits (ticks, never blocking)
+ * until no write of the old epoch e is in flight.  Then, every component
+ * present ACTIVE, the regions set and not touched in epoch e or since (no
+ * write for a whole period, none in flight) are flushed on every
  * component (outside meta_lock: writes that need a bit do not wait for
- * it), and under meta_lock, the same
- * connections still ACTIVE, their bits cleared in memory
- * (then touched looked at again: a write that began meanwhile may have
- * seen the bit, which is put back), and only the blocks that changed are
- * rewritten (the header too, with clear_seq and members, when the members
- * are not the components present); a component that does not take them
- * is dropped, as for a bit it cannot set.  A region cleared here was identical
+ * it); under meta_lock, the same connections still ACTIVE, their bits are
+ * cleared in memory (then touched is looked at again: a write that began
+ * meanwhile may have seen the bit, which is put back), and only the
+ * blocks that changed are rewritten (the header too, with clear_seq and
+ * members, when the members are not the components present).  A
+ * component that does not take them is dropped, as for a bit it cannot
+ * set; any bitmap write that failed after it was issued marks its
+ * component (write_unsure), whose next bitmap write first waits for the
+ * old one to land (landed_before).  A region cleared here was identical
  * and on stable storage everywhere; a write after the clear finds its bit
  * gone and sets it again before issuing, its block write queued behind
  * the pass's (both under meta_lock).  The members stay meaningful: a
