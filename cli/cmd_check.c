@@ -213,10 +213,20 @@ static int print_result(const char *name, const char *verb, bool repair,
 		const struct range *g = &r->ranges[k];
 		names_of(r, g->mask, who, sizeof(who));
 		snprintf(ref, sizeof(ref), "%s", path_of(r, g->ref));
-		if (repair)
+		/* a repair that failed stopped at r->done: it rewrote what
+		 * is before, not the chunk it failed in */
+		uint64_t done = !repair ? 0
+		        : g->off + g->len <= r->done ? g->len
+		        : g->off < r->done ? r->done - g->off : 0;
+		if (done)
 			printf("%s: repaired offset %" PRIu64 " length %" PRIu64
-			       ": %s from %s\n", name, g->off, g->len, who, ref);
-		else
+			       ": %s from %s\n", name, g->off, done, who, ref);
+		if (repair && done < g->len)
+			printf("%s: offset %" PRIu64 " length %" PRIu64 ": %s "
+			       "differ%s from %s, not repaired\n", name,
+			       g->off + done, g->len - done, who,
+			       __builtin_popcount(g->mask) > 1 ? "" : "s", ref);
+		else if (!repair)
 			printf("%s: offset %" PRIu64 " length %" PRIu64 ": %s "
 			       "differ%s from %s\n", name, g->off, g->len, who,
 			       __builtin_popcount(g->mask) > 1 ? "" : "s", ref);

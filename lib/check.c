@@ -491,6 +491,9 @@ static void *job_main(void *arg)
 			err = 0; /* cancelled while waiting for the window */
 			break;
 		}
+		if (err)
+			break; /* done says where: a repair rewrote what is
+			          before it, not the chunk that failed */
 		off += len;
 		pthread_mutex_lock(&j->lock);
 		j->done = off;

@@ -9,8 +9,7 @@ need qemu-io
 mkimg 17 a
 hangdisk h 17
 bm label -n -r 1M m0 "$T/a" "$(disk_uri h)"
-blk=$(( $(bm dump "$(disk_uri h)" | sed -n 's/.*Bitmap: [0-9]* bytes at \([0-9]*\),.*/\1/p') + 4096 ))
-[ "$blk" -gt 4096 ] || fail "no bitmap offset in dump"
+blk=$(bitmap_block "$(disk_uri h)")
 # h's bitmap block 0 hangs, nothing else of h does
 kill "$(cat "$T/h.disk.pid")"; sleep 0.2; rm -f "$T/h.disk.sock" "$T/h.disk.pid"
 hangdisk h 17 "$blk"

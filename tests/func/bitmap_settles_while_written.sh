@@ -10,25 +10,12 @@ mkimg 65 a b
 bm label -n -r 1M m0 "$T/a" "$T/b"
 serve m0
 u=$(uri m0)
-# writes region 0 every 0.2 s until $T/stop exists
-keep_writing() {
-  rm -f "$T/stop"
-  (
-    i=0
-    while [ ! -e "$T/stop" ]; do
-      qemu-io -f raw "$u" -c "write -P $((i % 200 + 1)) 0 64k" >/dev/null || exit 1
-      i=$((i + 1))
-      sleep 0.2
-    done
-  ) &
-  writer=$!
-}
 # dirty regions now, from list (which also says DIRTY or not)
 bitmap_line() { bm list m0 | grep "Bitmap: [0-9]* KiB regions"; }
 
 qemu-io -f raw "$u" -c 'write -P 0x33 3M 64k' -c 'write -P 0x34 40M 1M' \
   -c 'write 0 4k' >/dev/null
-keep_writing
+keep_writing m0
 grep -q "3 dirty: 0, 3, 40" <<<"$(bitmap_line)" ||
   fail "regions 0, 3 and 40 not dirty at first: $(bitmap_line)"
 # regions 3 and 40 go within two periods and a bit (10 s), region 0 stays
@@ -66,7 +53,7 @@ has -q "Pattern verification failed" "$T/read.out" &&
 # degraded: b out, region 7 written once, region 0 all the while: 7 stays
 bm deactivate m0 "$T/b"
 qemu-io -f raw "$u" -c 'write -P 0x37 7M 4k' >/dev/null
-keep_writing
+keep_writing m0
 sleep 12
 line=$(bitmap_line)
 touch "$T/stop"; wait "$writer" || fail "the writer failed"

@@ -448,3 +448,48 @@ hangdisk() {
 }
 hang() { touch "$T/$1.hang"; }
 answer() { rm -f "$T/$1.hang"; }
+
+# faildisk NAME SIZE_MIB: a disk backed by $T/NAME.img (nbdkit's eval
+# plugin, URI $(disk_uri NAME)) whose writes that start at OFFSET fail
+# with EIO after `fail_writes NAME OFFSET`, until `take_writes NAME`;
+# every other request is served.  Every write's offset is appended to
+# $T/NAME.writes.
+faildisk() {
+  local name=$1 mib=$2 f=$T/$1.fail
+  command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+  truncate -s "${mib}M" "$T/$name.img"
+  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" eval \
+    get_size="echo $((mib * MIB))" can_write='exit 0' can_flush='exit 0' \
+    can_multi_conn='exit 0' thread_model='echo parallel' flush=true \
+    pread="dd if=$T/$name.img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
+    pwrite="echo \$4 >>$T/$name.writes; if [ -e $f ] && [ \$4 = \"\$(cat $f)\" ]; then echo 'EIO refused' >&2; exit 1; fi; dd of=$T/$name.img seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
+    >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
+  for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/$name.disk.pid")")
+}
+fail_writes() { echo "$2" >"$T/$1.fail"; }
+take_writes() { rm -f "$T/$1.fail"; }
+# bitmap_block COMPONENT_URI_OR_PATH: the offset of the component's first
+# bitmap block (the one after the bitmap's header), from dump
+bitmap_block() {
+  local at
+  at=$(bm dump "$1" | sed -n 's/.*Bitmap: [0-9]* bytes at \([0-9]*\),.*/\1/p')
+  [ -n "$at" ] || fail "no bitmap offset in the dump of $1"
+  echo $((at + 4096))
+}
+# keep_writing MIRROR: a background writer ($writer) of 64 KiB at offset 0
+# of MIRROR every 0.2 s (qemu-io), until $T/stop exists; it exits 1 at its
+# first failed write
+keep_writing() {
+  rm -f "$T/stop"
+  local u; u=$(uri "$1")
+  (
+    i=0
+    while [ ! -e "$T/stop" ]; do
+      qemu-io -f raw "$u" -c "write -P $((i % 200 + 1)) 0 64k" >/dev/null || exit 1
+      i=$((i + 1))
+      sleep 0.2
+    done
+  ) &
+  writer=$!
+}
