@@ -47,6 +47,10 @@ enum nbd_verdict nbd_check_request(const struct nbd_request *r, uint64_t size,
 
 	*payload = 0;
 	*err = 0;
+	/* FUA is advertised, and the spec then has every command accept it
+	 * (some clients set it on reads and flushes): ignored where it means
+	 * nothing.  A DISC is carried out whatever its flags: it has no
+	 * reply to carry an error. */
 	switch (r->type) {
 	case NBD_CMD_WRITE:
 		/* The payload follows whatever we think of the request;
@@ -57,18 +61,15 @@ enum nbd_verdict nbd_check_request(const struct nbd_request *r, uint64_t size,
 		allowed = NBD_CMD_FLAG_FUA;
 		break;
 	case NBD_CMD_READ:
-		allowed = 0;
+	case NBD_CMD_TRIM:
+	case NBD_CMD_FLUSH:
+		allowed = NBD_CMD_FLAG_FUA;
 		break;
 	case NBD_CMD_WRITE_ZEROES:
 		allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
 		break;
-	case NBD_CMD_TRIM:
-		allowed = NBD_CMD_FLAG_FUA;
-		break;
-	case NBD_CMD_FLUSH:
 	case NBD_CMD_DISC:
-		allowed = 0;
-		break;
+		return NBD_DO;
 	default:
 		*err = NBD_EINVAL;
 		return NBD_REPLY_ERROR;
@@ -77,14 +78,17 @@ enum nbd_verdict nbd_check_request(const struct nbd_request *r, uint64_t size,
 		*err = NBD_EINVAL;
 		return NBD_REPLY_ERROR;
 	}
-	if (r->type == NBD_CMD_FLUSH || r->type == NBD_CMD_DISC)
+	if (r->type == NBD_CMD_FLUSH)
 		return NBD_DO;
 	if (r->type == NBD_CMD_READ && r->length > max_io) {
 		*err = NBD_EINVAL;
 		return NBD_REPLY_ERROR;
 	}
 	if (!in_range(r, size)) {
-		*err = r->type == NBD_CMD_READ ? NBD_EINVAL : NBD_ENOSPC;
+		/* the spec: EINVAL for a read or trim past the end, ENOSPC
+		 * for what would write there */
+		*err = r->type == NBD_CMD_READ || r->type == NBD_CMD_TRIM
+		       ? NBD_EINVAL : NBD_ENOSPC;
 		return NBD_REPLY_ERROR;
 	}
 	return NBD_DO;

@@ -852,7 +852,9 @@ static int start_request(struct conn *c, struct inbuf *in,
 		return -ENOMEM;
 	r->io.offset = q->offset;
 	r->io.length = q->length;
-	r->io.flags = (q->flags & NBD_CMD_FLAG_FUA) ? BM_IO_FUA : 0;
+	/* FUA on a read or a flush means nothing (accepted: the spec) */
+	r->io.flags = (q->flags & NBD_CMD_FLAG_FUA) && q->type != NBD_CMD_READ &&
+	              q->type != NBD_CMD_FLUSH ? BM_IO_FUA : 0;
 	r->io.done = request_done;
 	switch (q->type) {
 	case NBD_CMD_READ:

@@ -316,8 +316,26 @@ static void case_errors_keep_connection(void)
 	EXPECT(simple_reply(fd, 5, 0) == NBD_ENOSPC, "write past end");
 	request(fd, 0, NBD_CMD_TRIM, 6, UINT64_MAX - 512, 4096,
 	        NBD_REQUEST_MAGIC);
-	EXPECT(simple_reply(fd, 6, 0) == NBD_ENOSPC, "trim past end");
+	EXPECT(simple_reply(fd, 6, 0) == NBD_EINVAL, "trim past end");
 	EXPECT(still_serves(fd), "connection lost after errors");
+	close(fd);
+}
+
+/* FUA is advertised, so every command takes it (the spec: "the server
+ * MUST accept all commands with this bit set"); a DISC with it still
+ * ends the connection, with no reply. */
+static void case_fua_everywhere(void)
+{
+	int fd = connect_go();
+	EXPECT(fd >= 0, "go");
+	request(fd, NBD_CMD_FLAG_FUA, NBD_CMD_READ, 1, 0, 4096, NBD_REQUEST_MAGIC);
+	EXPECT(simple_reply(fd, 1, 4096) == 0, "read with FUA");
+	request(fd, NBD_CMD_FLAG_FUA, NBD_CMD_FLUSH, 2, 0, 0, NBD_REQUEST_MAGIC);
+	EXPECT(simple_reply(fd, 2, 0) == 0, "flush with FUA");
+	request(fd, NBD_CMD_FLAG_FUA, NBD_CMD_TRIM, 3, 0, 0, NBD_REQUEST_MAGIC);
+	EXPECT(simple_reply(fd, 3, 0) == 0, "empty trim with FUA");
+	request(fd, NBD_CMD_FLAG_FUA, NBD_CMD_DISC, 4, 0, 0, NBD_REQUEST_MAGIC);
+	EXPECT(closed(fd), "DISC with FUA answered or not closed");
 	close(fd);
 }
 
@@ -552,6 +570,7 @@ int main(int argc, char **argv)
 	case_truncated_option();
 	case_bad_request_magic();
 	case_errors_keep_connection();
+	case_fua_everywhere();
 	case_huge_write();
 	case_disconnect_mid_request();
 	case_pipelined();

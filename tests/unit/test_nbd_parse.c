@@ -62,6 +62,13 @@ int main(void)
 	         NBD_REPLY_ERROR);
 	CHECK_EQ(err, NBD_ENOSPC);
 	CHECK_EQ(payload, 1);
+	CHECK_EQ(verdict(0, NBD_CMD_WRITE_ZEROES, (1 << 20) - 512, 1024, &err,
+	                 &payload), NBD_REPLY_ERROR);
+	CHECK_EQ(err, NBD_ENOSPC);
+	/* a trim past the end: EINVAL, as for a read (the spec) */
+	CHECK_EQ(verdict(0, NBD_CMD_TRIM, (1 << 20) - 512, 1024, &err, &payload),
+	         NBD_REPLY_ERROR);
+	CHECK_EQ(err, NBD_EINVAL);
 	/* Offset overflow. */
 	CHECK_EQ(verdict(0, NBD_CMD_READ, UINT64_MAX - 10, 100, &err, &payload),
 	         NBD_REPLY_ERROR);
@@ -73,8 +80,19 @@ int main(void)
 	/* Unknown command and flags. */
 	CHECK_EQ(verdict(0, 99, 0, 0, &err, &payload), NBD_REPLY_ERROR);
 	CHECK_EQ(err, NBD_EINVAL);
+	/* FUA is accepted on every command (advertised: the spec), other
+	 * flags where they mean nothing are not; DISC goes whatever it says */
 	CHECK_EQ(verdict(NBD_CMD_FLAG_FUA, NBD_CMD_READ, 0, 1, &err, &payload),
-	         NBD_REPLY_ERROR);
+	         NBD_DO);
+	CHECK_EQ(verdict(NBD_CMD_FLAG_FUA, NBD_CMD_FLUSH, 0, 0, &err, &payload),
+	         NBD_DO);
+	CHECK_EQ(verdict(NBD_CMD_FLAG_FUA, NBD_CMD_TRIM, 0, 4096, &err,
+	                 &payload), NBD_DO);
+	CHECK_EQ(verdict(NBD_CMD_FLAG_NO_HOLE, NBD_CMD_READ, 0, 1, &err,
+	                 &payload), NBD_REPLY_ERROR);
+	CHECK_EQ(err, NBD_EINVAL);
+	CHECK_EQ(verdict(NBD_CMD_FLAG_FUA | 0x8000, NBD_CMD_DISC, 0, 0, &err,
+	                 &payload), NBD_DO);
 	CHECK_EQ(verdict(0x8000, NBD_CMD_WRITE, 0, 10, &err, &payload),
 	         NBD_REPLY_ERROR);
 	CHECK_EQ(payload, 10); /* still consumed */
