@@ -383,6 +383,27 @@ static void lease_lost(struct lease_slot *s, const struct bm_lease *other,
 	}
 }
 
+/* A renewal that found the component gone (its NBD server closed the
+ * connection or is shutting down, the device went away) says so at once:
+ * on an idle mirror nothing else asks it for a while, and status would
+ * call it ACTIVE meanwhile.  Not a timeout: a slow component is the data
+ * path's to judge (its patience), and not other errors (a bad block at
+ * the lease): its renewals go on being tried. */
+static void gone(struct lease_slot *s, int err)
+{
+	struct bm_mirror *m = s->k->m;
+	char why[160];
+
+	if (-err == ETIMEDOUT || !bm_error_is_gone(err))
+		return;
+	snprintf(why, sizeof(why), "cannot reach its lease: %s",
+	         -err == ESHUTDOWN ? "its server is shutting down"
+	                           : strerror(-err));
+	pthread_mutex_lock(&m->meta_lock);
+	bm_meta_drop_locked(m, s->c, BM_CS_DISCONNECTED, why);
+	pthread_mutex_unlock(&m->meta_lock);
+}
+
 /* One renewal: check that the block still holds our lease, then advance it. */
 static void renew(struct lease_slot *s)
 {
@@ -399,7 +420,11 @@ static void renew(struct lease_slot *s)
 	err = read_raw(be, buf);
 	bm_comp_put(s->c);
 	if (err < 0) {
+		bool first = !s->io_failing; /* once per run of failures (the
+		                                last ACTIVE one stays) */
 		io_result(s, "read", err);
+		if (first)
+			gone(s, err);
 		return;
 	}
 	err = bm_lease_decode(buf, sizeof(buf), &cur);
@@ -409,7 +434,10 @@ static void renew(struct lease_slot *s)
 	}
 	s->seq++;
 	err = write_lease(s, BM_LEASE_ACTIVE);
+	bool first = !s->io_failing;
 	io_result(s, "write", err);
+	if (err < 0 && first)
+		gone(s, err);
 	/* Promise readers an interval that covers this renewal's I/O time. */
 	uint64_t io_ms = (bm_now_ns() - t0) / 1000000;
 	uint64_t iv = BM_LEASE_INTERVAL_MS + 2 * io_ms;

@@ -180,8 +180,11 @@ static int exec_sync(struct file_backend *fb, struct bm_breq *r)
 					continue;
 				return -errno;
 			}
-			if (got == 0)
-				return -EIO; /* past the end: never in the data area */
+			if (got == 0) /* the end of the file inside the
+			                 component: it shrank (truncate), or
+			                 the device went: gone, not a bad
+			                 block to repair (file_check says) */
+				return r->op == BM_BOP_READ ? -ENODEV : -EIO;
 			r->progress += (uint32_t)got;
 		}
 		return 0;
@@ -306,8 +309,8 @@ static void *reaper_main(void *arg)
 			continue;
 		}
 		if (r->op == BM_BOP_READ || r->op == BM_BOP_WRITE) {
-			if (res == 0) {
-				finish(fb, r, -EIO);
+			if (res == 0) { /* the end: see exec_sync */
+				finish(fb, r, r->op == BM_BOP_READ ? -ENODEV : -EIO);
 				continue;
 			}
 			r->progress += (uint32_t)res;
@@ -538,6 +541,14 @@ static int file_check(struct bm_backend *be)
 	if (!fb->is_blockdev) {
 		if (st.st_nlink == 0)
 			return bm_error(ENODEV, "%s: the file was deleted", be->path);
+		/* cut short (truncate): reads past its new end would fail,
+		 * and a repair written there would grow it with a hole that
+		 * reads as zeros */
+		if ((uint64_t)st.st_size < be->size)
+			return bm_error(ENODEV, "%s: the file shrank to %llu bytes "
+			                "(it had %llu)", be->path,
+			                (unsigned long long)st.st_size,
+			                (unsigned long long)be->size);
 		return 0;
 	}
 	char p[96];
@@ -554,6 +565,10 @@ static int file_check(struct bm_backend *be)
 	if (got == 1 && sectors == 0)
 		return bm_error(ENODEV, "%s: the block device is gone (its size is "
 		                "now 0)", be->path);
+	if (got == 1 && sectors * 512 < be->size)
+		return bm_error(ENODEV, "%s: the block device shrank to %llu "
+		                "bytes (it had %llu)", be->path, sectors * 512,
+		                (unsigned long long)be->size);
 	return 0;
 }
 
