@@ -167,3 +167,24 @@ int parse_io_timeout_arg(const char *s, uint64_t *out)
 		                 "from 0 (never) to 3600", s);
 	return 0;
 }
+
+int cli_check_path(const char *verb, const char *p)
+{
+	char shown[512];
+	size_t k = 0;
+
+	if (p[0] && !strpbrk(p, "\t\n"))
+		return 0;
+	/* shown on one line: a tab or newline as \t or \n */
+	for (const char *c = p; *c && k + 3 < sizeof(shown); c++) {
+		if (*c == '\t' || *c == '\n') {
+			shown[k++] = '\\';
+			shown[k++] = *c == '\t' ? 't' : 'n';
+		} else {
+			shown[k++] = *c;
+		}
+	}
+	shown[k] = '\0';
+	return cli_usage("%s: component '%s': a path may not be empty or hold "
+	                 "a tab or newline", verb, shown);
+}

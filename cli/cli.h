@@ -83,6 +83,10 @@ int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
 const char *cli_verb_usage(const char *verb);
 /* A wrong number of names: "usage: blkmirror VERB ...", exit status 2. */
 int cli_usage_of(const char *verb);
+/* 0 when a component path is one the state directory can record (one per
+ * line, fields split by tabs): not empty, no tab, no newline; else the
+ * usage error (2), said. */
+int cli_check_path(const char *verb, const char *p);
 
 int cmd_label(int argc, char **argv);
 int cmd_clear(int argc, char **argv);

@@ -102,6 +102,9 @@ int cmd_label(int argc, char **argv)
 	if (n > BM_MAX_COMPONENTS)
 		return cli_usage("a mirror has at most %d components, not %d",
 		                 BM_MAX_COMPONENTS, n);
+	for (int i = 0; i < n; i++)
+		if ((rc = cli_check_path("label", argv[optind + i])) != 0)
+			return rc;
 	rc = refuse_existing(name);
 	if (rc)
 		return rc;

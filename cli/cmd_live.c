@@ -391,11 +391,6 @@ out:
 	return rc;
 }
 
-static bool path_ok(const char *p)
-{
-	return p[0] && !strpbrk(p, "\t\n");
-}
-
 int cmd_insert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -434,9 +429,8 @@ int cmd_insert(int argc, char **argv)
 	if (!bm_name_valid(name))
 		return cli_usage("invalid mirror name '%s'", name);
 	for (int i = optind + 1; i < argc; i++)
-		if (!path_ok(argv[i]))
-			return cli_usage("insert: component '%s': a path may not be "
-			                 "empty or hold a tab or newline", argv[i]);
+		if ((rc = cli_check_path("insert", argv[i])) != 0)
+			return rc;
 	if (need_running("insert", name))
 		return 1;
 	for (int i = optind + 1; i < argc && rc == 0; i++) {
@@ -463,7 +457,7 @@ int cmd_insert(int argc, char **argv)
 
 int cmd_remove(int argc, char **argv)
 {
-	int opt, status;
+	int opt, status, rc;
 	size_t len = 32;
 
 	optind = 0;
@@ -478,9 +472,8 @@ int cmd_remove(int argc, char **argv)
 		return cli_usage("remove: a mirror has at most %d components",
 		                 BM_MAX_COMPONENTS);
 	for (int i = optind + 1; i < argc; i++) {
-		if (!path_ok(argv[i]))
-			return cli_usage("remove: component '%s': a path may not be "
-			                 "empty or hold a tab or newline", argv[i]);
+		if ((rc = cli_check_path("remove", argv[i])) != 0)
+			return rc;
 		len += strlen(argv[i]) + PATH_MAX + 1;
 	}
 	if (need_running("remove", name))
@@ -501,7 +494,7 @@ int cmd_remove(int argc, char **argv)
 		                        i > optind + 1 ? "\t" : "", p);
 		free(p);
 	}
-	int rc = live_run_job(name, cmd);
+	rc = live_run_job(name, cmd);
 	free(cmd);
 	return rc;
 }

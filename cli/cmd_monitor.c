@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,6 +188,37 @@ static void run_program(const struct alert *a)
 		_exit(127);
 	}
 	children++;
+}
+
+/* Whether --exec's program can be run: a path to an executable file, or
+ * a name found so on PATH (as execvp looks).  0 or the errno. */
+static int runnable(const char *prog)
+{
+	struct stat st;
+
+	if (strchr(prog, '/')) {
+		if (stat(prog, &st) < 0)
+			return errno;
+		if (!S_ISREG(st.st_mode))
+			return EACCES;
+		return access(prog, X_OK) < 0 ? errno : 0;
+	}
+	const char *path = getenv("PATH");
+	int err = ENOENT;
+	for (const char *p = path && *path ? path : "/usr/bin:/bin"; p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char full[4096];
+		snprintf(full, sizeof(full), "%.*s/%s", (int)n, n ? p : ".",
+		         prog);
+		if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		p = colon ? colon + 1 : NULL;
+	}
+	return err;
 }
 
 /* One line: TIME MIRROR SEVERITY EVENT COMPONENT MESSAGE. */
@@ -426,6 +458,12 @@ int cmd_monitor(int argc, char **argv)
 			if (!optarg[0])
 				return cli_usage("monitor: --exec needs a program");
 			program = optarg;
+			/* checked now: an alert it cannot send is found
+			 * when it is needed, too late */
+			int err = runnable(program);
+			if (err)
+				return cli_fail("monitor: --exec: cannot run '%s': "
+				                "%s", program, strerror(err));
 			break;
 		case '1': oneshot = true; break;
 		case 'i':

@@ -310,7 +310,11 @@ int cmd_serve(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'S': sock = optarg; break;
+		case 'S':
+			if (!optarg[0])
+				return cli_usage("serve: --socket needs a path");
+			sock = optarg;
+			break;
 		case 'T':
 			tcp = optarg;
 			if (parse_tcp_arg(tcp)) /* labelsafe: exit 2 for a bad port */

@@ -143,6 +143,11 @@ static int refuse_existing_data(struct bm_backend **be,
 			                "label -f)", paths[i], l.name, paths[i]);
 		if (err < 0)
 			bm_error_clear(); /* none, or damaged: overwritten */
+		/* -f overwrites another mirror's label, never one a live
+		 * server uses (on this host the file lock refused it at open;
+		 * an NBD export or another host's: its lease is renewed) */
+		if (err == 0 && (err = bm_lease_check_free(be[i])) < 0)
+			return err;
 		err = bm_probe_content(be[i], &c);
 		if (err < 0)
 			return err;

@@ -21,6 +21,13 @@ expect_error "is a directory"              bm label m1 "$T/dir"
 expect_error "not a regular file or block" bm label m1 /dev/null
 expect_error "too small"                   bm label m1 "$T/c" "$T/tiny"
 expect_error "same disk"                   bm label m1 "$T/c" "$T/c"
+# a path the state directory could not record (one a line, tab-split)
+truncate -s 16M "$T/nl
+x" "$T/t	x"
+expect_usage "label: component '.*/nl.nx': a path may not be empty or hold a tab or newline" bm label m1 "$T/c" "$T/nl
+x"
+expect_usage "label: component '.*/t.tx': a path may not be empty" bm label m1 "$T/c" "$T/t	x"
+expect_usage "label: component '': a path may not be empty" bm label m1 "$T/c" ""
 ln -s "$T/c" "$T/c.link"; ln "$T/c" "$T/c.hard"
 expect_error "same disk"                   bm label m1 "$T/c" "$T/c.link"
 expect_error "same disk"                   bm label m1 "$T/c.hard" "$T/c"
@@ -28,6 +35,9 @@ expect_error "already a component of mirror 'm0'" bm label m1 "$T/c" "$T/a"
 expect_error "mirror 'm0' already exists"  bm label m0 "$T/c"
 expect_usage "usage: blkmirror serve"      bm serve m0 m1   # one NAME; without --socket it serves on the default socket
 expect_usage "usage: blkmirror serve"      bm serve --socket "$T/s"
+expect_usage "serve: --socket needs a path" bm serve m0 --socket ""
+expect_error "monitor: --exec: cannot run '/nonexistent': No such file" bm monitor --exec /nonexistent --oneshot
+expect_error "monitor: --exec: cannot run '.*/c': Permission denied" bm monitor --exec "$T/c" --oneshot
 expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
 expect_usage "HOST:PORT"                   bm serve m0 --tcp 12a45
 expect_usage "HOST:PORT"                   bm serve m0 --tcp localhost:
