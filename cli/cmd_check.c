@@ -200,7 +200,7 @@ static int print_result(const char *name, const char *verb, bool repair,
 	for (int i = 0; i < r->ncomp; i++) {
 		if (strcmp(r->comp_state[i], "ACTIVE") == 0)
 			compared++;
-		else
+		else if (strcmp(r->comp_state[i], "REMOVED") != 0)
 			printf("%s: skipped %s (%s%s)\n", name, path_of(r, i),
 			       r->comp_state[i],
 			       strcmp(r->comp_state[i], "SYNCHRONIZING") == 0

@@ -19,7 +19,8 @@
  * --oneshot reports the present trouble once and exits (mdadm --monitor
  * --oneshot, for cron): per degraded mirror a Degraded event, then one per
  * component out of service (ComponentFailed, ComponentDisconnected,
- * ComponentAbsent) or being copied (Synchronizing); nothing for a complete
+ * ComponentDeactivated, ComponentAbsent) or being copied (Synchronizing;
+ * the slots of removed components are not counted); nothing for a complete
  * mirror.  A named mirror that is not running is reported as Stopped.
  * It exits 0 once it has reported, degraded or not (mdadm exits 0 too and
  * alerts through its program), 1 when a mirror could not be asked.
@@ -267,6 +268,8 @@ static int report_state(const char *name)
 	/* first the count, then the lines */
 	for (char *p = reply; (p = strstr(p, "\ncomp\t")); p++) {
 		char *state = strchr(p + 6, '\t');
+		if (state && strncmp(state + 1, "REMOVED\t", 8) == 0)
+			continue; /* a slot of a component no longer there */
 		total++;
 		active += state && strncmp(state + 1, "ACTIVE\t", 7) == 0;
 	}
@@ -282,7 +285,7 @@ static int report_state(const char *name)
 		for (char *s = line, *tok; nf < 6 && (tok = strsep(&s, "\t"));)
 			f[nf++] = tok;
 		if (nf < 6 || strcmp(f[0], "comp") != 0 ||
-		    strcmp(f[2], "ACTIVE") == 0)
+		    strcmp(f[2], "ACTIVE") == 0 || strcmp(f[2], "REMOVED") == 0)
 			continue;
 		if (strcmp(f[2], "SYNCHRONIZING") == 0) {
 			snprintf(msg, sizeof(msg), "%s%% copied", f[3]);
@@ -291,6 +294,9 @@ static int report_state(const char *name)
 			report_now("err", "ComponentFailed", name, f[4], f[5]);
 		} else if (strcmp(f[2], "DISCONNECTED") == 0) {
 			report_now("warning", "ComponentDisconnected", name, f[4],
+			           f[5]);
+		} else if (strcmp(f[2], "INACTIVE") == 0) {
+			report_now("warning", "ComponentDeactivated", name, f[4],
 			           f[5]);
 		} else {
 			report_now("warning", "ComponentAbsent", name, f[4], f[5]);

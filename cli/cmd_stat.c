@@ -268,15 +268,21 @@ static int prom_states(struct prom_mirror *pm)
 	err = control_call(pm->name, "components", reply, 256 * 1024);
 	if (err == 0 && strncmp(reply, "ok\n", 3) != 0)
 		err = -EPROTO;
+	/* rows in the order of the slots, a REMOVED slot skipped (as the
+	 * statistics' rows skip it): row[slot] */
+	int row[MAX_ROWS];
+	for (int i = 0; i < MAX_ROWS; i++)
+		row[i] = -1;
 	for (line = err ? NULL : strtok_r(reply + 3, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		int idx;
 		char st[16];
 		if (sscanf(line, "comp\t%d\t%15[A-Z]", &idx, st) == 2 &&
-		    idx >= 0 && idx < MAX_ROWS - 1) {
-			snprintf(pm->state[idx], sizeof(pm->state[idx]), "%s", st);
-			if (idx + 1 > pm->ncomp)
-				pm->ncomp = idx + 1;
+		    idx >= 0 && idx < MAX_ROWS - 1 && pm->ncomp < MAX_ROWS - 1 &&
+		    strcmp(st, "REMOVED") != 0) {
+			row[idx] = pm->ncomp++;
+			snprintf(pm->state[row[idx]], sizeof(pm->state[0]), "%s",
+			         st);
 		}
 	}
 	if (err == 0)
@@ -286,9 +292,9 @@ static int prom_states(struct prom_mirror *pm)
 		int idx;
 		long long done, total;
 		if (sscanf(line, "sync %d %lld %lld", &idx, &done, &total) == 3 &&
-		    idx >= 0 && idx < MAX_ROWS - 1) {
-			pm->sync_done[idx] = done;
-			pm->sync_total[idx] = total;
+		    idx >= 0 && idx < MAX_ROWS - 1 && row[idx] >= 0) {
+			pm->sync_done[row[idx]] = done;
+			pm->sync_total[row[idx]] = total;
 		}
 	}
 	free(reply);
@@ -352,7 +358,8 @@ static void prom_header(const char *name, const char *type, const char *help)
 static void prom_print(struct prom_mirror *pm, int n)
 {
 	static const char *const states[] = {"ACTIVE", "SYNCHRONIZING",
-	                                     "FAILED", "DISCONNECTED", "ABSENT"};
+	                                     "FAILED", "DISCONNECTED", "ABSENT",
+	                                     "INACTIVE"};
 
 	prom_header("mirror_up", "gauge", "1 when the mirror's server answers.");
 	for (int i = 0; i < n; i++) {

@@ -564,7 +564,7 @@ int bm_mirror_check_start(bm_mirror *m, bool repair, unsigned *id)
 		int s = atomic_load(&m->comp[i].state);
 		if (s == BM_CS_ACTIVE)
 			nactive++;
-		else if (used < sizeof(skipped))
+		else if (s != BM_CS_REMOVED && used < sizeof(skipped))
 			used += (size_t)snprintf(skipped + used, sizeof(skipped) - used,
 			                         "%s%s is %s", used ? ", " : "; ",
 			                         m->comp[i].path, bm_comp_state_name(s));
