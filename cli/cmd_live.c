@@ -10,7 +10,8 @@
  * status within one.  So the server runs it on a thread of its own, one
  * job at a time:
  *   "live insert PRIORITY FLAGS PATH"   FLAGS: '-' or letters i (inactive),
- *                                       f (force)
+ *                                       f (force), n (the checks only:
+ *                                       nothing is written)
  *   "live remove PATH<TAB>PATH..."
  *   "live forget"
  *   "live deactivate PATH" | "live activate PATH" | "live rebuild PATH"
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,7 +93,9 @@ static void *job_main(void *arg)
 	switch (j->kind) {
 	case JOB_INSERT:
 		err = bm_mirror_insert(j->m, j->paths[0], &j->ip);
-		if (err == 0)
+		if (err == 0 && j->ip.check_only)
+			err = -EALREADY; /* nothing to say, nothing to record */
+		else if (err == 0)
 			snprintf(j->report, sizeof(j->report), "%s: inserted %s%s\n",
 			         j->name, j->paths[0], j->ip.inactive ? " (INACTIVE)"
 			         : "; synchronizing it");
@@ -157,7 +161,8 @@ static int parse_job(const char *cmd, char *out, size_t len)
 		job.kind = JOB_INSERT;
 		job.ip = (struct bm_insert_params){
 			.priority = prio, .inactive = strchr(flags, 'i') != NULL,
-			.force = strchr(flags, 'f') != NULL};
+			.force = strchr(flags, 'f') != NULL,
+			.check_only = strchr(flags, 'n') != NULL};
 		job.paths[0] = strdup(cmd + pos);
 		job.npaths = job.paths[0] ? 1 : 0;
 		return job.npaths ? 0 : snprintf(out, len, "error out of memory\n");
@@ -391,6 +396,25 @@ out:
 	return rc;
 }
 
+/* Whether two component arguments name the same disk: the same path, or
+ * the same file or device under two names (hard or symbolic links). */
+static bool same_disk(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char *ca = canonical_path(a), *cb = canonical_path(b);
+	bool same = ca && cb && strcmp(ca, cb) == 0;
+
+	free(ca);
+	free(cb);
+	if (same)
+		return true;
+	if (stat(a, &sa) < 0 || stat(b, &sb) < 0)
+		return false;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int cmd_insert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -433,25 +457,36 @@ int cmd_insert(int argc, char **argv)
 			return rc;
 	if (need_running("insert", name))
 		return 1;
-	for (int i = optind + 1; i < argc && rc == 0; i++) {
-		char *p = canonical_path(argv[i]);
-		char *cmd = malloc(strlen(p ? p : "") + 64);
-		if (!p || !cmd) {
-			free(p);
+	/* Several: every one checked before any is inserted (the server
+	 * inserts one a job), so a wrong one leaves the mirror as it was. */
+	int n = argc - optind - 1;
+	for (int i = 0; n > 1 && i < n && rc == 0; i++)
+		for (int k = 0; k < i && rc == 0; k++)
+			if (same_disk(argv[optind + 1 + k], argv[optind + 1 + i]))
+				rc = cli_fail("insert: %s and %s are the same disk; "
+				              "nothing inserted",
+				              argv[optind + 1 + k], argv[optind + 1 + i]);
+	for (int pass = n > 1 ? 0 : 1; pass < 2 && rc == 0; pass++)
+		for (int i = optind + 1; i < argc && rc == 0; i++) {
+			char *p = canonical_path(argv[i]);
+			char *cmd = malloc(strlen(p ? p : "") + 64);
+			if (!p || !cmd) {
+				free(p);
+				free(cmd);
+				return cli_fail("out of memory");
+			}
+			sprintf(cmd, "live insert %lu %s%s%s%s %s", prio,
+			        inactive ? "i" : "", force ? "f" : "",
+			        pass == 0 ? "n" : "",
+			        inactive || force || pass == 0 ? "" : "-", p);
+			rc = live_run_job(name, cmd);
 			free(cmd);
-			return cli_fail("out of memory");
+			if (rc == 0 && wait && pass == 1) {
+				fflush(stdout);
+				rc = wait_synchronized(name, p);
+			}
+			free(p);
 		}
-		sprintf(cmd, "live insert %lu %s%s%s %s", prio,
-		        inactive ? "i" : "", force ? "f" : "",
-		        inactive || force ? "" : "-", p);
-		rc = live_run_job(name, cmd);
-		free(cmd);
-		if (rc == 0 && wait) {
-			fflush(stdout);
-			rc = wait_synchronized(name, p);
-		}
-		free(p);
-	}
 	return rc;
 }
 

@@ -346,7 +346,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		goto out;
 	}
 	err = check_new(m, path, be, p);
-	if (err < 0)
+	if (err < 0 || p->check_only)
 		goto out;
 
 	/* Build the slot while nobody can see it. */

@@ -20,6 +20,8 @@ struct bm_insert_params {
 	uint32_t priority;
 	bool inactive;  /* -i: labeled INACTIVE, not in service, not copied */
 	bool force;     /* -f: over a file system or other signature */
+	bool check_only; /* the checks alone: nothing is written (the CLI
+	                    checks every component of one insert first) */
 };
 
 /*
