@@ -32,6 +32,7 @@
  *  FLUSH  to every writable component, decided the same way.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,34 @@ static void write_decide(void *arg)
 		}
 		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->label_stale)
 			held = true;
+	}
+	/* Copies must not differ where a client looks.  Not held (the
+	 * client gets an error): a SYNCHRONIZING target that took it now
+	 * differs from its source, so its copy goes over it again before it
+	 * is ACTIVE (sync.c).  Held: a failed component still ACTIVE (the
+	 * last one when its failure was applied, and a copy has ended
+	 * since) lacks an acknowledged write, so it goes now. */
+	for (int k = 0; k < r->nsub; k++) {
+		struct sub *s = &r->sub[k];
+		struct bm_component *c = &m->comp[s->comp];
+		int st = atomic_load(&c->state);
+		if (!held && !(failed & (1u << s->comp)) &&
+		    st == BM_CS_SYNCHRONIZING) {
+			uint64_t want = r->io->offset + 1,
+			         cur = atomic_load(&c->recopy_from);
+			while ((cur == 0 || want < cur) &&
+			       !atomic_compare_exchange_weak(&c->recopy_from, &cur,
+			                                     want))
+				;
+		} else if (held && (failed & (1u << s->comp)) &&
+		           st == BM_CS_ACTIVE) {
+			char why[160];
+			snprintf(why, sizeof(why), "write error: %s (the write "
+			         "is held by another)", strerror(-s->result));
+			bm_meta_drop_locked(m, c, bm_error_is_gone(s->result)
+			                    ? BM_CS_DISCONNECTED : BM_CS_FAILED,
+			                    why);
+		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);
 	if (!held)

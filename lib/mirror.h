@@ -170,6 +170,11 @@ struct bm_component {
 	atomic_int users;               /* threads holding be (bm_comp_get) */
 	atomic_uint_fast64_t sync_offset;  /* copied up to here */
 	atomic_uint_fast64_t sync_durable; /* copied and flushed: the label's */
+	atomic_uint_fast64_t recopy_from;  /* SYNCHRONIZING: 1 + the lowest
+	                                   offset of a write it took that
+	                                   every ACTIVE component failed (its
+	                                   copy differs there: copied again
+	                                   before it is ACTIVE); 0: none */
 	atomic_uint_fast64_t head_pos;  /* where its last read ended */
 	atomic_int read_errors;         /* read errors repaired so far */
 	atomic_uint epoch;              /* bumped when it reconnects: failures

@@ -852,6 +852,27 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		pthread_mutex_unlock(&m->meta_lock);
 		return -EIO;
 	}
+	/* A write every ACTIVE component failed reached t behind the copy
+	 * (compio.c write_decide, under meta_lock too): t differs there, so
+	 * the copy goes over it again from there (called again: -EAGAIN). */
+	uint64_t again = atomic_exchange(&t->recopy_from, 0);
+	if (again) {
+		uint64_t from = (again - 1) / CHUNK_BYTES * CHUNK_BYTES;
+		atomic_store(&t->sync_offset, from);
+		/* a stop meanwhile resumes from there, not past it */
+		if (atomic_load(&t->sync_durable) > from) {
+			atomic_store(&t->sync_durable, from);
+			if (bm_meta_write_label(m, t) < 0)
+				bm_meta_fail_locked(m, t, "label write failed "
+				                    "during sync");
+		}
+		pthread_mutex_unlock(&m->meta_lock);
+		fprintf(stderr, "blkmirror: %s: %s took a write at offset %llu "
+		        "that every ACTIVE component failed: copied again from "
+		        "offset %llu\n", m->name, t->path,
+		        (unsigned long long)(again - 1), (unsigned long long)from);
+		return -EAGAIN;
+	}
 	atomic_store(&t->state, BM_CS_ACTIVE);
 	t->sync_full = false;
 	t->label.component_flags &= ~(BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC);
