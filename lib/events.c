@@ -250,8 +250,24 @@ static void watchdog(struct bm_mirror *m)
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);
 		/* The last ACTIVE one stays in service, like a lone disk:
-		 * its clients wait for it (bm_mirror_close does not). */
-		if (atomic_load(&c->state) == BM_CS_ACTIVE && !c->hang_warned) {
+		 * its clients wait for it (bm_mirror_close does not) - but
+		 * not past a stop: what it holds fails now (its clients get
+		 * errors), and the stop ends within io-timeout + 5 s. */
+		if (atomic_load(&c->state) == BM_CS_ACTIVE &&
+		    atomic_load(&m->stopping) && !c->stop_aborted) {
+			struct bm_backend *be = bm_comp_get(c);
+			if (be && be->ops->abort) {
+				c->stop_aborted = true;
+				fprintf(stderr, "blkmirror: %s: %s: %s, and it is "
+				        "the last ACTIVE component: its requests "
+				        "fail now (stopping)\n", m->name, c->path,
+				        why);
+				be->ops->abort(be);
+			}
+			if (be)
+				bm_comp_put(c);
+		} else if (atomic_load(&c->state) == BM_CS_ACTIVE &&
+		           !c->hang_warned) {
 			c->hang_warned = true;
 			fprintf(stderr, "blkmirror: %s: %s: %s, and it is the "
 			        "last ACTIVE component: waiting for it\n",

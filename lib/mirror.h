@@ -188,6 +188,8 @@ struct bm_component {
 	                                   failed: it may not hold the genid */
 	int label_err;                  /* meta_lock: that write's error */
 	bool hang_warned;               /* events.c: said it hangs, once */
+	bool stop_aborted;              /* events.c: the last ACTIVE one's
+	                                   I/O aborted at the stop, once */
 	bool rejoin;                    /* ABSENT because it could not be
 	                                   opened at the start: tried again
 	                                   (recover.c, bm_live_rejoin) */
