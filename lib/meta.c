@@ -266,6 +266,28 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		bm_recover_kick(m);
 }
 
+void bm_meta_disconnect_last_locked(struct bm_mirror *m,
+                                    struct bm_component *c, const char *why)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	if (atomic_load(&c->state) != BM_CS_ACTIVE || active_count(m) != 1)
+		return;
+	/* No label to record it on (none other is in service), nor need:
+	 * from now on every write fails until it is back. */
+	atomic_store(&c->state, BM_CS_DISCONNECTED);
+	c->left_last = true;
+	bm_set_why(m, c, "%s; it was the last ACTIVE component: client I/O "
+	           "fails until it is back", why);
+	bm_event_post(m, BM_SEV_CRIT, BM_EV_COMPONENT_DISCONNECTED, c->path,
+	              "%s; it was the last ACTIVE component: client I/O fails "
+	              "until it is back", why);
+	if (c->be && c->be->ops->abort)
+		c->be->ops->abort(c->be);
+	m->degraded = true;
+	bm_event_redundancy(m);
+	bm_recover_kick(m);
+}
+
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
                          const char *why)
 {

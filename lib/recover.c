@@ -308,6 +308,40 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		return bm_error(ECANCELED, "%s changed state meanwhile", c->path);
 	}
 	c->be = be;
+	/* The last ACTIVE one, gone with its connection, while none is
+	 * ACTIVE: it holds every acknowledged write (all failed since), so
+	 * it is ACTIVE again, with nothing to copy from. */
+	bool none_active = true;
+	for (int i = 0; i < m->ncomp; i++)
+		none_active = none_active &&
+		              atomic_load(&m->comp[i].state) != BM_CS_ACTIVE;
+	if (from == BM_CS_DISCONNECTED && c->left_last && none_active) {
+		atomic_fetch_add(&c->epoch, 1);
+		c->hang_warned = false;
+		c->stop_aborted = false;
+		c->label.genid = m->genid;
+		err = bm_meta_write_label(m, c);
+		if (err < 0) {
+			if (be->ops->abort)
+				be->ops->abort(be); /* the next attempt closes it */
+			err = bm_error(err, "came back, but its label cannot be "
+			               "written: %s", strerror(-err));
+			bm_set_why(m, c, "%s", bm_last_error());
+			pthread_mutex_unlock(&m->meta_lock);
+			return err;
+		}
+		c->left_last = false;
+		atomic_store(&c->state, BM_CS_ACTIVE);
+		bm_set_why(m, c, "%s", "");
+		bm_event_redundancy(m);
+		pthread_mutex_unlock(&m->meta_lock);
+		bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_BACK, c->path,
+		              "it answers again with its label; ACTIVE again (it "
+		              "was the last ACTIVE component: nothing to copy)");
+		bm_sync_kick(m); /* the others can be copied from it now */
+		return 0;
+	}
+	c->left_last = false;
 	/* a FAILED one brought back (rebuild) is copied in full; one that
 	 * was DISCONNECTED may catch up from the bitmap (sync.c decides) */
 	if (from == BM_CS_FAILED)
