@@ -656,8 +656,10 @@ int cmd_configure(int argc, char **argv)
 		       argc - optind != 2
 		       ? cli_usage("%s", configure_usage)
 		       : configure_priority(argv[optind], argv[optind + 1], priority);
-	if (argc - optind != 1 || (balance < 0 && !io_timeout_set && !sync_set) ||
-	    (slice && balance < 0))
+	if (slice && balance < 0)
+		return cli_usage("configure: -s sets the slice of a balance: give "
+		                 "it with -b (e.g. -b split -s %u)", slice);
+	if (argc - optind != 1 || (balance < 0 && !io_timeout_set && !sync_set))
 		return cli_usage("%s", configure_usage);
 	if (sync_min != UINT64_MAX && sync_max != UINT64_MAX && sync_max &&
 	    sync_min > sync_max)

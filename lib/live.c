@@ -341,6 +341,25 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		goto out;
 	}
 	err = bm_backend_open(path, true, &be);
+	if (err == -EBUSY) {
+		/* locked: by this server, when it is one of ours under
+		 * another name (a hard or symbolic link) */
+		struct stat sn, sc;
+		for (int i = 0; i < m->ncomp && stat(path, &sn) == 0; i++) {
+			struct bm_component *o = &m->comp[i];
+			if (atomic_load(&o->state) == BM_CS_REMOVED ||
+			    stat(o->path, &sc) < 0)
+				continue;
+			if (S_ISBLK(sn.st_mode) ? sn.st_rdev == sc.st_rdev
+			                        : sn.st_dev == sc.st_dev &&
+			                          sn.st_ino == sc.st_ino) {
+				err = bm_error(EEXIST, "%s is %s, already a "
+				               "component of %s", path, o->path,
+				               m->name);
+				goto out;
+			}
+		}
+	}
 	if (err < 0) {
 		err = bm_error(err, "%s", bm_last_error());
 		goto out;

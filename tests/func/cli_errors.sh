@@ -48,6 +48,7 @@ expect_error "no such file"                bm dump "$T/missing"
 expect_error "has no blkmirror label"      bm clear "$T/c"
 expect_usage "unknown balance algorithm"   bm configure -b fastest m0
 expect_usage "usage: blkmirror configure"  bm configure m0
+expect_usage "configure: -s sets the slice of a balance: give it with -b" bm configure -s 64k m0
 expect_error "no mirror named 'nope'"      bm configure -b load nope
 expect_error "no mirror named 'nope'"      bm status nope
 expect_error "invalid mirror name"         bm status ../etc

@@ -10,6 +10,7 @@ bm label -n m0 "$T/a" "$T/b"
 bm label -n m1 "$T/other1" "$T/other2"
 mkfs.ext4 -q -F "$T/fs" 16M
 ln -s "$T/b" "$T/b-link"
+ln "$T/b" "$T/b-hard"
 expect_error "mirror 'm0' is not running; insert works on a running mirror: start it with 'blkmirror serve m0" bm insert m0 "$T/small"
 serve m0
 sums() { for f in other1 small fs a b; do sha256sum "$T/$f"; done; }
@@ -20,6 +21,7 @@ expect_error "other1 is labeled for mirror 'm1'; clear it first with blkmirror c
 expect_error "small is too small: 33554432 bytes; m0 needs" bm insert m0 "$T/small"
 expect_error "$T/b is already a component of m0" bm insert m0 "$T/b"
 expect_error "is already a component of m0" bm insert m0 "$T/b-link"
+expect_error "b-hard is .*/b, already a component of m0" bm insert m0 "$T/b-hard"
 expect_error "fs holds a file system \(ext4\), which the sync would overwrite; insert -f to go ahead" bm insert m0 "$T/fs"
 expect_error "no mirror named 'nosuch'" bm insert nosuch "$T/fs"
 after=$(for f in other1 small fs; do sha256sum "$T/$f"; done)
