@@ -258,8 +258,26 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	return bm_flush_probe_timeout(m, be);
 }
 
+/* meta_lock held: writes the label of c, come back on be; on an error,
+ * ends be's requests (the next attempt closes it) and says why. */
+static int write_back_label(struct bm_mirror *m, struct bm_component *c,
+                            struct bm_backend *be)
+{
+	int err = bm_meta_write_label(m, c);
+
+	if (err == 0)
+		return 0;
+	if (be->ops->abort)
+		be->ops->abort(be);
+	err = bm_error(err, "came back, but its label cannot be written: %s",
+	               strerror(-err));
+	bm_set_why(m, c, "%s", bm_last_error());
+	return err;
+}
+
 /* One attempt to bring c back from state `from` (DISCONNECTED here, FAILED
- * for rebuild.c); 0 when it is SYNCHRONIZING again. */
+ * for rebuild.c); 0 when it is SYNCHRONIZING again (or ACTIVE: the last
+ * ACTIVE one, gone with its connection, back while none is ACTIVE). */
 static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 {
 	struct bm_backend *be = NULL, *old;
@@ -320,13 +338,8 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		c->hang_warned = false;
 		c->stop_aborted = false;
 		c->label.genid = m->genid;
-		err = bm_meta_write_label(m, c);
+		err = write_back_label(m, c, be);
 		if (err < 0) {
-			if (be->ops->abort)
-				be->ops->abort(be); /* the next attempt closes it */
-			err = bm_error(err, "came back, but its label cannot be "
-			               "written: %s", strerror(-err));
-			bm_set_why(m, c, "%s", bm_last_error());
 			pthread_mutex_unlock(&m->meta_lock);
 			return err;
 		}
@@ -358,14 +371,8 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		c->label.component_flags |= BM_CF_DIRTY;
 	/* The label says SYNCHRONIZING (offset 0) before any write reaches
 	 * it: the state is published only once that is on disk. */
-	err = bm_meta_write_label(m, c);
-	if (err < 0) {
-		if (be->ops->abort)
-			be->ops->abort(be); /* the next attempt closes it */
-		err = bm_error(err, "came back, but its label cannot be "
-		               "written: %s", strerror(-err));
-		bm_set_why(m, c, "%s", bm_last_error());
-	} else {
+	err = write_back_label(m, c, be);
+	if (err == 0) {
 		atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 		bm_set_why(m, c, "%s", "");
 	}

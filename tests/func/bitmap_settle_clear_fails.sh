@@ -18,13 +18,7 @@ fail_writes f "$blk"
 keep_writing m0
 # region 3 is settled within two periods and a bit (5 s each): the clear
 # reaches a and is refused by f
-dropped=
-for _ in $(seq 1 200); do
-  st=$(bm status m0) || true # exits 2 when degraded
-  if grep -q "f.disk.sock (FAILED" <<<"$st"; then dropped=1; break; fi
-  sleep 0.1
-done
-[ -n "$dropped" ] || fail "f was not dropped: $st"
+wait_status m0 "f.disk.sock (FAILED" 20
 grep -q "cannot clear bits in its bitmap: Input/output error" "$T/m0.log" ||
   fail "no reason in the log: $(cat "$T/m0.log")"
 grep -qx "$blk" "$T/f.writes" || fail "no bitmap write reached f: $(cat "$T/f.writes")"

@@ -11,14 +11,7 @@ mkimg 65 a b c d
 bm label -n m0 "$T/a" "$T/b"
 serve m0
 truncate -s 10M "$T/b"
-st=
-for _ in $(seq 1 20); do
-  st=$(bm status m0) || true
-  grep -q "b (DISCONNECTED: .*the file shrank to 10485760 bytes" <<<"$st" && break
-  sleep 0.1
-done
-grep -q "b (DISCONNECTED: .*the file shrank to 10485760 bytes (it had 68157440)" <<<"$st" ||
-  fail "a shrunk idle component: $st"
+wait_status m0 "b (DISCONNECTED: .*the file shrank to 10485760 bytes (it had 68157440)" 2
 stop m0
 
 # read: every other read goes to d (round-robin)

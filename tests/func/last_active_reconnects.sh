@@ -16,23 +16,11 @@ u=$(uri m0)
 bm deactivate m0 "$T/a" >/dev/null
 qemu-io -f raw "$u" -c 'write -P 0x33 2M 1M' >/dev/null || fail "first write"
 disk_kill b
-st=
-for _ in $(seq 1 30); do
-  st=$(bm status m0) || true
-  grep -q "b.disk.sock (DISCONNECTED: .*it was the last ACTIVE component" <<<"$st" && break
-  sleep 0.1
-done
-grep -q "b.disk.sock (DISCONNECTED: .*it was the last ACTIVE component: client I/O fails until it is back)" <<<"$st" ||
-  fail "status after b's server died: $st"
+wait_status m0 "b.disk.sock (DISCONNECTED: .*it was the last ACTIVE component: client I/O fails until it is back)" 3
 out=$(qemu-io -f raw "$u" -c 'write -P 0x44 3M 1M' 2>&1) || true
 grep -q "Input/output error" <<<"$out" || fail "a write with no ACTIVE component: $out"
 filedisk b "$T/b.img"
-for _ in $(seq 1 100); do
-  st=$(bm status m0) || true
-  grep -q "b.disk.sock (ACTIVE)" <<<"$st" && break
-  sleep 0.1
-done
-grep -q "b.disk.sock (ACTIVE)" <<<"$st" || fail "b not back ACTIVE: $st"
+wait_status m0 "b.disk.sock (ACTIVE)" 10
 grep -q "ComponentBack .*b.disk.sock: it answers again with its label; ACTIVE again" "$T/m0.log" ||
   fail "log: $(cat "$T/m0.log")"
 qemu-io -f raw "$u" -c 'read -P 0x33 2M 1M' -c 'write -P 0x55 4M 1M' >"$T/qio" 2>&1 ||

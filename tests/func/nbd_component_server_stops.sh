@@ -11,15 +11,8 @@ serve m0
 sleep 0.5
 kill -TERM "$(cat "$T/d1.disk.pid")"
 t0=$(date +%s%N)
-st=
-for _ in $(seq 1 50); do
-  st=$(bm status m0) || true
-  grep -q "d1.disk.sock (DISCONNECTED" <<<"$st" && break
-  sleep 0.1
-done
+wait_status m0 "d1.disk.sock (DISCONNECTED: cannot reach its lease: its server is shutting down)" 5
 ms=$((($(date +%s%N) - t0) / 1000000))
-grep -q "d1.disk.sock (DISCONNECTED: cannot reach its lease: its server is shutting down)" <<<"$st" ||
-  fail "after ${ms} ms: $st"
 echo "DISCONNECTED after $ms ms"
 [ "$ms" -lt 4000 ] || fail "took $ms ms"
 stop m0

@@ -17,13 +17,7 @@ qemu-io -f raw "$u" -c 'write -P 0x22 1M 1M' >/dev/null || fail "write while b h
 answer b
 wait_complete m0
 disk_kill a
-st=
-for _ in $(seq 1 50); do
-  st=$(bm status m0) || true
-  grep -q "a.disk.sock (DISCONNECTED" <<<"$st" && break
-  sleep 0.1
-done
-grep -q "a.disk.sock (DISCONNECTED" <<<"$st" || fail "a not disconnected: $st"
+wait_status m0 "a.disk.sock (DISCONNECTED" 5
 qemu-io -f raw "$u" -c 'write -P 0x33 2M 1M' >/dev/null || fail "write while a is away"
 stop m0
 filedisk a "$T/a.img"

@@ -22,13 +22,7 @@ serve m0 --io-timeout 5
 bm configure --sync-max 4M m0 >/dev/null
 u=$(uri m0)
 # once the copy is past offset 0
-st=
-for _ in $(seq 1 200); do
-  st=$(bm status m0) || true
-  grep -qE "SYNCHRONIZING, ([2-9]|[1-7][0-9])%" <<<"$st" && break
-  sleep 0.05
-done
-grep -qE "SYNCHRONIZING, ([2-9]|[1-7][0-9])%" <<<"$st" || fail "copy not seen under way: $st"
+wait_status m0 "SYNCHRONIZING, \([2-9]\|[1-7][0-9]\)%" 10
 # the mirror marked dirty and offset 0's bit set first (both are label
 # and bitmap writes a would fail too)
 qemu-io -f raw "$u" -c 'write -P 0x11 0 4k' >/dev/null || fail "first write"
