@@ -295,10 +295,6 @@ static void health(struct bm_mirror *m)
 		         ? bm_last_error() : strerror(-err));
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
-		/* the last ACTIVE one stays in service for its errors, but
-		 * one whose connection is gone serves nothing: it is
-		 * reconnected, and comes back ACTIVE */
-		bm_meta_disconnect_last_locked(m, c, why);
 		pthread_mutex_unlock(&m->meta_lock);
 	}
 }

@@ -376,6 +376,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	c->nretired = 0;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->recopy_from, 0);
 	atomic_store(&c->head_pos, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);

@@ -126,6 +126,11 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 	c->label.sync_offset =
 		atomic_load(&c->state) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
+	/* a range the copy must go over again (compio.c write_decide): a
+	 * stop now resumes before it, not past it */
+	uint64_t again = atomic_load(&c->recopy_from);
+	if (again && c->label.sync_offset > again - 1)
+		c->label.sync_offset = (again - 1) & ~((uint64_t)(1u << 20) - 1);
 }
 
 /* meta_lock held: records how c's label write ended. */
@@ -264,28 +269,6 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 	bm_event_redundancy(m);
 	if (c->be && state == BM_CS_DISCONNECTED)
 		bm_recover_kick(m);
-}
-
-void bm_meta_disconnect_last_locked(struct bm_mirror *m,
-                                    struct bm_component *c, const char *why)
-{
-	BM_ASSERT_HELD(&m->meta_lock);
-	if (atomic_load(&c->state) != BM_CS_ACTIVE || active_count(m) != 1)
-		return;
-	/* No label to record it on (none other is in service), nor need:
-	 * from now on every write fails until it is back. */
-	atomic_store(&c->state, BM_CS_DISCONNECTED);
-	c->left_last = true;
-	bm_set_why(m, c, "%s; it was the last ACTIVE component: client I/O "
-	           "fails until it is back", why);
-	bm_event_post(m, BM_SEV_CRIT, BM_EV_COMPONENT_DISCONNECTED, c->path,
-	              "%s; it was the last ACTIVE component: client I/O fails "
-	              "until it is back", why);
-	if (c->be && c->be->ops->abort)
-		c->be->ops->abort(c->be);
-	m->degraded = true;
-	bm_event_redundancy(m);
-	bm_recover_kick(m);
 }
 
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,

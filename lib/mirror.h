@@ -190,9 +190,6 @@ struct bm_component {
 	bool hang_warned;               /* events.c: said it hangs, once */
 	bool stop_aborted;              /* events.c: the last ACTIVE one's
 	                                   I/O aborted at the stop, once */
-	bool left_last;                 /* meta_lock: DISCONNECTED as the
-	                                   last ACTIVE one (its connection
-	                                   gone): comes back ACTIVE */
 	bool rejoin;                    /* ABSENT because it could not be
 	                                   opened at the start: tried again
 	                                   (recover.c, bm_live_rejoin) */
@@ -432,13 +429,6 @@ void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
 /* The same, into `state` (BM_CS_FAILED or BM_CS_DISCONNECTED). */
 void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
                          int state, const char *why);
-/* Caller holds meta_lock.  The last ACTIVE component whose connection is
- * gone (its backend's check says so: nothing it is asked can be done):
- * DISCONNECTED all the same, left_last set, so that status says it and
- * recover.c reconnects it; it comes back ACTIVE (it holds every
- * acknowledged write: with no ACTIVE component every write failed). */
-void bm_meta_disconnect_last_locked(struct bm_mirror *m,
-                                    struct bm_component *c, const char *why);
 /* Caller holds meta_lock.  c's label write failed (c->label_err): out of
  * service, DISCONNECTED (reconnected and copied later) when it did not
  * answer or went away, FAILED when it answered with an error.  `when` is

@@ -276,8 +276,7 @@ static int write_back_label(struct bm_mirror *m, struct bm_component *c,
 }
 
 /* One attempt to bring c back from state `from` (DISCONNECTED here, FAILED
- * for rebuild.c); 0 when it is SYNCHRONIZING again (or ACTIVE: the last
- * ACTIVE one, gone with its connection, back while none is ACTIVE). */
+ * for rebuild.c); 0 when it is SYNCHRONIZING again. */
 static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 {
 	struct bm_backend *be = NULL, *old;
@@ -326,41 +325,13 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		return bm_error(ECANCELED, "%s changed state meanwhile", c->path);
 	}
 	c->be = be;
-	/* The last ACTIVE one, gone with its connection, while none is
-	 * ACTIVE: it holds every acknowledged write (all failed since), so
-	 * it is ACTIVE again, with nothing to copy from. */
-	bool none_active = true;
-	for (int i = 0; i < m->ncomp; i++)
-		none_active = none_active &&
-		              atomic_load(&m->comp[i].state) != BM_CS_ACTIVE;
-	if (from == BM_CS_DISCONNECTED && c->left_last && none_active) {
-		atomic_fetch_add(&c->epoch, 1);
-		c->hang_warned = false;
-		c->stop_aborted = false;
-		c->label.genid = m->genid;
-		err = write_back_label(m, c, be);
-		if (err < 0) {
-			pthread_mutex_unlock(&m->meta_lock);
-			return err;
-		}
-		c->left_last = false;
-		atomic_store(&c->state, BM_CS_ACTIVE);
-		bm_set_why(m, c, "%s", "");
-		bm_event_redundancy(m);
-		pthread_mutex_unlock(&m->meta_lock);
-		bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_BACK, c->path,
-		              "it answers again with its label; ACTIVE again (it "
-		              "was the last ACTIVE component: nothing to copy)");
-		bm_sync_kick(m); /* the others can be copied from it now */
-		return 0;
-	}
-	c->left_last = false;
 	/* a FAILED one brought back (rebuild) is copied in full; one that
 	 * was DISCONNECTED may catch up from the bitmap (sync.c decides) */
 	if (from == BM_CS_FAILED)
 		c->sync_full = true;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->recopy_from, 0); /* copied again from the start */
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;

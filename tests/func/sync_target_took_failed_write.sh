@@ -6,11 +6,13 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 truncate -s 64M "$T/a.img" "$T/b.img"
-head -c 48M /dev/urandom | dd of="$T/a.img" conv=notrunc status=none
+head -c 16M /dev/urandom | dd of="$T/a.img" conv=notrunc status=none
 nbdkit -U "$T/a.disk.sock" -P "$T/a.disk.pid" --filter=error file "$T/a.img" \
   error-pwrite=EIO error-pwrite-rate=100% error-pwrite-file="$T/a.err" \
   >>"$T/a.disk.log" 2>&1 || fail "nbdkit a"
-nbdkit -U "$T/b.disk.sock" -P "$T/b.disk.pid" file "$T/b.img" \
+# b takes 4 MB/s (32 Mbit/s) from its first byte: the copy of 16 MiB
+# takes ~4 s, the write falls inside it
+nbdkit -U "$T/b.disk.sock" -P "$T/b.disk.pid" --filter=rate file "$T/b.img" rate=32M \
   >>"$T/b.disk.log" 2>&1 || fail "nbdkit b"
 for d in a b; do
   for _ in $(seq 1 100); do [ -s "$T/$d.disk.pid" ] && break; sleep 0.05; done
@@ -18,8 +20,6 @@ for d in a b; do
 done
 bm label m0 "$(disk_uri a)" "$(disk_uri b)"   # b is copied from a
 serve m0 --io-timeout 5
-# a copy slow enough (4 MiB/s: 12 s) that the write falls inside it
-bm configure --sync-max 4M m0 >/dev/null
 u=$(uri m0)
 # once the copy is past offset 0
 wait_status m0 "SYNCHRONIZING, \([2-9]\|[1-7][0-9]\)%" 10
@@ -30,7 +30,6 @@ touch "$T/a.err"
 out=$(qemu-io -f raw "$u" -c 'write -P 0x55 0 64k' 2>&1) || true
 grep -q "Input/output error" <<<"$out" || fail "the write did not fail: $out $(cat "$T/m0.log")"
 rm -f "$T/a.err"
-bm configure --sync-max 0 m0 >/dev/null
 grep -q "took a write at offset 0 that every ACTIVE component failed" "$T/m0.log" && \
   fail "copied again before the copy ended?"
 wait_complete m0
