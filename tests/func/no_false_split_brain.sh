@@ -16,6 +16,13 @@ hang b
 qemu-io -f raw "$u" -c 'write -P 0x22 1M 1M' >/dev/null || fail "write while b hangs"
 answer b
 wait_complete m0
+# b is seen ACTIVE before the others' labels are rewritten; the copy's
+# end is logged (SyncFinished) once they are
+for _ in $(seq 1 100); do
+  grep -q "SyncFinished" "$T/m0.log" && break
+  sleep 0.1
+done
+grep -q "SyncFinished" "$T/m0.log" || fail "the copy's end not logged: $(cat "$T/m0.log")"
 disk_kill a
 wait_status m0 "a.disk.sock (DISCONNECTED" 5
 qemu-io -f raw "$u" -c 'write -P 0x33 2M 1M' >/dev/null || fail "write while a is away"
