@@ -341,11 +341,11 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		goto out;
 	}
 	err = bm_backend_open(path, true, &be);
-	if (err == -EBUSY) {
+	struct stat sn, sc;
+	if (err == -EBUSY && stat(path, &sn) == 0) {
 		/* locked: by this server, when it is one of ours under
 		 * another name (a hard or symbolic link) */
-		struct stat sn, sc;
-		for (int i = 0; i < m->ncomp && stat(path, &sn) == 0; i++) {
+		for (int i = 0; i < m->ncomp; i++) {
 			struct bm_component *o = &m->comp[i];
 			if (atomic_load(&o->state) == BM_CS_REMOVED ||
 			    stat(o->path, &sc) < 0)

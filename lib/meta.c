@@ -130,7 +130,7 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 	 * stop now resumes before it, not past it */
 	uint64_t again = atomic_load(&c->recopy_from);
 	if (again && c->label.sync_offset > again - 1)
-		c->label.sync_offset = (again - 1) & ~((uint64_t)(1u << 20) - 1);
+		c->label.sync_offset = (again - 1) / BM_SYNC_CHUNK * BM_SYNC_CHUNK;
 }
 
 /* meta_lock held: records how c's label write ended. */

@@ -77,6 +77,8 @@ enum bm_comp_state {
  * the watchdog takes one that ends nothing for the io-timeout as hung: 8
  * MiB ends within 2 s down to 4 MiB/s. */
 #define BM_ZERO_PIECE (8u << 20)
+/* The background copy's chunk (sync.c): where a copy starts and resumes. */
+#define BM_SYNC_CHUNK (1u << 20)
 
 const char *bm_comp_state_name(int state);
 

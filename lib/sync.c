@@ -70,7 +70,7 @@
 #include "error.h"
 #include "mirror.h"
 
-#define CHUNK_BYTES (1u << 20)
+#define CHUNK_BYTES BM_SYNC_CHUNK
 #define DEPTH 8                       /* chunks in flight, clients idle */
 #define DEPTH_BUSY 2                  /* ... clients busy */
 #define ZERO_WINDOW (256u << 20)      /* largest zero run taken at once */
