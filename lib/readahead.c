@@ -41,6 +41,14 @@
  * Window.  It starts at 4 MiB and doubles every 4 sequential reads, up to
  * half the memory cap (64 MiB per mirror unless configured), and never
  * less than two chunks per component; no chunk is allocated past the cap.
+ * And it is earned: a chunk is issued only while what the stream has
+ * read ahead of its front stays within RA_EARN times the bytes its
+ * client has read (consumed).  A `dd bs=128k` has earned 16 MiB after
+ * two reads; a probe of a few small reads that look sequential (mount
+ * reads 4 KiB at 0, 16 KiB, 32 KiB, 64 KiB, ...) earns no chunk at all.
+ * Before, such a probe read 34 MiB ahead after its second read and took
+ * the whole cap just before a file's reads began (an ext4 file read 43 of
+ * 64 MiB from the read-ahead, 1 run in 15).
  * A component left with nothing in flight takes the next chunk even past
  * the window, up to twice it (extend): a disk that idles loses that time
  * for good, and the window stops while the client waits on another
@@ -155,6 +163,8 @@
                                      the kept distance halves */
 #define RA_STALE_MS 50            /* a stream not read for this long since
                                      another began has ended (drop_stale) */
+#define RA_EARN 64                /* a stream reads ahead at most this many
+                                     times what its client has read */
 #define RA_CHUNK_MIN (512u << 10)
 #define RA_CHUNK_START (2u << 20)          /* memory, SSD, unknown */
 #define RA_CHUNK_START_ROTATIONAL (4u << 20)
@@ -740,6 +750,17 @@ static int idle_comp(struct bm_mirror *m)
  * idles loses that time for good, and the window stops while the client
  * waits on another component's chunk (a slow disk's, or one a busy
  * machine delivers late).  New chunks are added to *issue (lock held). */
+/* Whether s has earned a chunk of comp's size at its read-ahead's end
+ * (RA_EARN: what it reads ahead follows what its client has read, so a
+ * few small reads that happen to look sequential do not take the cap)
+ * (lock held). */
+static bool earned(struct bm_mirror *m, struct ra_stream *s, int comp)
+{
+	uint64_t end = s->ra_end + chunk_size(m, comp);
+
+	return end <= s->next || end - s->next <= RA_EARN * s->consumed;
+}
+
 static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
                    uint64_t must, struct ra_chunk **issue)
 {
@@ -753,12 +774,14 @@ static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
 
 	while (s->ra_end < target) {
 		int comp = pick_slot(m, s, s->ra_end, s->ra_end < must);
-		if (comp < 0 || !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
+		if (comp < 0 || !earned(m, s, comp) ||
+		    !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
 			return;
 	}
 	while (s->ra_end < beyond) {
 		int comp = idle_comp(m);
-		if (comp < 0 || !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
+		if (comp < 0 || !earned(m, s, comp) ||
+		    !add_chunk_reclaim(m, s, comp, issue, &reclaimed))
 			return;
 	}
 }
@@ -1393,7 +1416,12 @@ static void piece_done(struct bm_breq *br, int result)
  * straggler: read directly, and it must not start a stream of its own,
  * which would take the read-ahead away from the real one.  A small read
  * far from every stream (random I/O) is neither; *dist: how far from the
- * front (lock held). */
+ * front (lock held).  Near several streams, a read goes to the one with
+ * the most sequential reads, then the nearest: a file's metadata read
+ * just ahead of its data starts a stream of one read, whose front is
+ * nearer to the data's next reads than the data stream's (they come out
+ * of order); those reads went to it, and the two streams took turns,
+ * each reading ahead over the other's range. */
 enum { FAR, AHEAD, STRAGGLER };
 static int near_front(const struct ra_stream *s, const struct bm_io *io,
                       uint64_t *dist)
@@ -1459,7 +1487,8 @@ static struct ra_stream *find_stream(struct bm_mirror *m, struct bm_io *io,
 		     io->offset < s->ra_end))
 			return s;
 		int k = near_front(s, io, &d);
-		if (k != FAR && (!near[k] || d < near_dist[k])) {
+		if (k != FAR && (!near[k] || s->hits > near[k]->hits ||
+		                 (s->hits == near[k]->hits && d < near_dist[k]))) {
 			near[k] = s;
 			near_dist[k] = d;
 		}
@@ -1500,6 +1529,7 @@ bool bm_ra_read(struct bm_mirror *m, struct bm_io *io)
 	if (!s)
 		goto out;
 	s->last_ms = bm_now_ms();
+	s->consumed += io->length;
 	/* a read that moves the front counts as sequential, in order or
 	 * not; one that fills a gap behind it teaches how far behind the
 	 * front reads still come (the chunks there are kept for them) */

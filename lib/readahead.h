@@ -24,6 +24,7 @@ struct ra_stream {
 	uint64_t ra_start;      /* chunks cover [ra_start, ra_end) contiguously */
 	uint64_t ra_end;
 	uint32_t hits;          /* sequential reads seen */
+	uint64_t consumed;      /* bytes its client has read (readahead.c earned) */
 	uint64_t window;        /* bytes to keep read ahead of `next` */
 	uint64_t reorder;       /* how far behind `next` reads still come */
 	unsigned reorder_quiet; /* reads at the front since one came that far */
