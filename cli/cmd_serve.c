@@ -380,6 +380,11 @@ int cmd_serve(int argc, char **argv)
 	name = argv[optind];
 	if (!bm_name_valid(name))
 		return cli_fail("invalid mirror name '%s'", name);
+	if (sock && state_control_socket_path(sock))
+		return cli_fail("--socket %s is in the state directory, where "
+		                "a mirror's server keeps its control socket "
+		                "(NAME.ctl); give the NBD socket another path",
+		                sock);
 	snprintf(st.name, sizeof(st.name), "%s", name);
 	err = state_read_components(name, &paths, &n);
 	if (err == -ENOENT)

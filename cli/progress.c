@@ -176,17 +176,24 @@ int wait_synchronized(const char *name, const char *path)
 			}
 			int pct = (int)(done * 100 / total);
 			format_eta(eta, eta_str, sizeof(eta_str));
+			/* no rate before two samples: not "0.0" (under
+			 * --sync-max 1M the first line said 0.0 MiB/s) */
+			char rate_str[32];
+			if (rate)
+				snprintf(rate_str, sizeof(rate_str), "%.1f",
+				         (double)rate / 1048576.0);
+			else
+				snprintf(rate_str, sizeof(rate_str), "--.-");
 			if (tty) {
 				int bar = pct * 30 / 100;
-				printf("\r%s: [%.*s%*s] %3d%% %7.1f MiB/s %s left ",
+				printf("\r%s: [%.*s%*s] %3d%% %7s MiB/s %s left ",
 				       path, bar, "##############################",
-				       30 - bar, "", pct, (double)rate / 1048576.0,
-				       eta_str);
+				       30 - bar, "", pct, rate_str, eta_str);
 				drawn = true;
 			} else if (pct / 10 > last_tenth) {
 				last_tenth = pct / 10;
-				printf("%s: %d%% synchronized, %.1f MiB/s, %s left\n",
-				       path, pct, (double)rate / 1048576.0, eta_str);
+				printf("%s: %d%% synchronized, %s MiB/s, %s left\n",
+				       path, pct, rate_str, eta_str);
 			}
 			fflush(stdout);
 		}

@@ -15,7 +15,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,24 @@ const char *state_dir(void)
 {
 	const char *d = getenv("BLKMIRROR_STATE_DIR");
 	return (d && *d) ? d : STATE_DIR_DEFAULT;
+}
+
+bool state_control_socket_path(const char *path)
+{
+	char dir[4096], real_dir[PATH_MAX], real_state[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = strlen(path);
+
+	if (n < 4 || strcmp(path + n - 4, ".ctl") != 0)
+		return false;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return realpath(dir, real_dir) && realpath(state_dir(), real_state) &&
+	       strcmp(real_dir, real_state) == 0;
 }
 
 int state_path(char *buf, size_t len, const char *name, const char *suffix)

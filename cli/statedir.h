@@ -14,6 +14,7 @@
  */
 #ifndef BM_STATEDIR_H
 #define BM_STATEDIR_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,6 +49,9 @@ int state_component_labeled(const char *path, const char *name);
  * only while NAME.lock is held.
  */
 #define RUN_DIR_DEFAULT "/run/blkmirror"
+/* Whether path is NAME.ctl in the state directory: where some mirror's
+ * server keeps its control socket (serve --socket refuses it). */
+bool state_control_socket_path(const char *path);
 const char *run_dir(void);
 /* RUN_DIR/NAME.sock in buf, RUN_DIR created (mode 0755) when missing. */
 int run_default_socket(char *buf, size_t len, const char *name);

@@ -742,7 +742,8 @@ static bool drain_comp(struct bm_mirror *m, struct bm_component *c)
 }
 
 /* Zeroes the lease and the label of be when it still carries the label
- * of this component.  0, or -errno with bm_last_error(). */
+ * of this component.  0, or -errno with bm_last_error(): -ENODATA when it
+ * carries no label (nothing to clear), -ESTALE when another one. */
 static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
                           uint64_t component_id)
 {
@@ -750,6 +751,8 @@ static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
 	uint8_t *zero;
 	int err = bm_label_read_timeout(m, be, &l);
 
+	if (err == -ENOENT) /* (bm_label_decode: no label there) */
+		return bm_error(ENODATA, "it carries no blkmirror label");
 	if (err < 0)
 		return err;
 	/* component_id 0: absent since the start, its label never read */
@@ -857,13 +860,18 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 			               "writes of a connection given up; once it "
 			               "has (or was restarted), 'blkmirror clear "
 			               "%s'", c->path);
-		else if (clear && err < 0)
-			err = clear_label(m, c->path, ids[i]);
+		else if (clear && err < 0 && err != -ENODATA && err != -ESTALE)
+			err = clear_label(m, c->path, ids[i]); /* a fresh open */
 		if (!clear)
 			REPORT("%s: forgotten (%s); its label stays, stale\n",
 			       c->path, bm_comp_state_name(was[i]));
 		else if (err == 0)
 			REPORT("%s: removed; its label is cleared\n", c->path);
+		else if (err == -ENODATA || err == -ESTALE)
+			/* not this mirror's (wiped, or labelled again): no
+			 * stale label of ours is left */
+			REPORT("%s: removed; %s, left as it is\n", c->path,
+			       bm_last_error());
 		else
 			REPORT("%s: removed; its label was left (it is stale): "
 			       "%s\n", c->path, bm_last_error());

@@ -34,6 +34,16 @@ expect_error "$T/m1.sock is the live socket of another server" \
 [ "$(stat -c %i "$T/m1.sock")" = "$ino" ] || fail "m1's socket was replaced"
 qemu-io -f raw "$(uri m1)" -c 'write -P 0x11 0 4k' >/dev/null || fail "m1 not serving"
 bm status m1 | has COMPLETE || fail "m1 not COMPLETE"
+# A control socket's path (NAME.ctl in the state directory): m1's, live,
+# and m0's own (before, m0 listened there and then refused its own
+# control socket as "the live socket of another server").
+for ctl in m1 m0; do
+  expect_error "$BLKMIRROR_STATE_DIR/$ctl.ctl is in the state directory" \
+    bm serve m0 --socket "$BLKMIRROR_STATE_DIR/$ctl.ctl"
+done
+bm status m1 | has COMPLETE || fail "m1's control socket does not answer"
+rc=0; bm status m0 >/dev/null || rc=$?
+[ $rc -eq 3 ] || fail "m0 started on a control socket's path (status $rc)"
 
 # A stale socket: its server was killed, nothing listens on it.
 kill -9 "$(server_pid m1)"
