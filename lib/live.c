@@ -385,6 +385,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	c->rejoin = false;
 	c->retry_at_ms = 0;
 	c->retry_delay_ms = 0;
+	atomic_store(&c->refused, false);
 	zero_stats(&c->stats);
 	bm_set_why(m, c, "%s", p->inactive ? "inserted inactive" : "");
 

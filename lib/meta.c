@@ -242,6 +242,7 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		return;
 	}
 	atomic_store(&c->state, state);
+	atomic_store(&c->refused, false); /* (not looked at again yet) */
 	assert(active_count(m) >= 1 ||
 	       state != BM_CS_FAILED || !"the last ACTIVE component failed");
 	bm_set_why(m, c, "%s", why);

@@ -196,6 +196,10 @@ struct bm_component {
 	                                   opened at the start: tried again
 	                                   (recover.c, bm_live_rejoin) */
 	long long retry_at_ms;          /* recover.c: next reconnect attempt */
+	atomic_bool refused;            /* recover.c: its last reconnect found
+	                                   it but did not take it (smaller,
+	                                   another label: its why says): only
+	                                   remove + insert bring it back */
 	int retry_delay_ms;             /* recover.c: backoff */
 	char why[256];                  /* info_lock: why absent or failed */
 	struct bm_comp_stats stats;

@@ -343,6 +343,21 @@ static int rebuild_serialized(bm_mirror *m, const char *path)
 	case BM_CS_SYNCHRONIZING:
 		return bm_error(EBUSY, "%s is being synchronized already", c->path);
 	case BM_CS_DISCONNECTED:
+		if (atomic_load(&c->refused)) {
+			/* found but not taken (a file cut short, a disk
+			 * labelled again): no reconnect will take it */
+			char why[sizeof(c->why)];
+			pthread_mutex_lock(&m->info_lock);
+			snprintf(why, sizeof(why), "%s", c->why);
+			pthread_mutex_unlock(&m->info_lock);
+			return bm_error(EINVAL, "%s is DISCONNECTED and is not "
+			                "taken back (%s); 'blkmirror remove %s %s', "
+			                "then 'blkmirror insert %s DISK' copies a "
+			                "disk of at least %llu bytes in full",
+			                c->path, why[0] ? why : "refused", m->name,
+			                c->path, m->name,
+			                (unsigned long long)(m->size + BM_META_SIZE));
+		}
 		return bm_error(EAGAIN, "%s is DISCONNECTED: it is reconnected "
 		                "automatically, then copied in full", c->path);
 	case BM_CS_INACTIVE:

@@ -301,7 +301,10 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		err = check_label(m, c, be);
 	if (err < 0) {
 		/* it answers but is not taken (refused: EEXIST; or its label
-		 * or a flush did not end): status says why, while away */
+		 * or a flush did not end): status says why, while away;
+		 * refused before the why shows it (rebuild reads both) */
+		if (from == BM_CS_DISCONNECTED)
+			atomic_store(&c->refused, err == -EEXIST);
 		if (be && from == BM_CS_DISCONNECTED &&
 		    atomic_load(&c->state) == BM_CS_DISCONNECTED)
 			bm_set_why(m, c, "%s", bm_last_error());
@@ -344,6 +347,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	 * it: the state is published only once that is on disk. */
 	err = write_back_label(m, c, be);
 	if (err == 0) {
+		atomic_store(&c->refused, false);
 		atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 		bm_set_why(m, c, "%s", "");
 	}
