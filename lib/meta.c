@@ -83,6 +83,14 @@ int bm_label_store(struct bm_backend *be, const struct bm_label *l,
 	return err;
 }
 
+/* The state a label records for c: ACTIVE from the moment its copy is
+ * done (sync_ending), before the state says so, so that every label says
+ * it holds every write before anyone sees it ACTIVE (meta_lock held). */
+static int label_state(const struct bm_component *c)
+{
+	return c->sync_ending ? BM_CS_ACTIVE : atomic_load(&c->state);
+}
+
 /*
  * What c's label says about the others (split-brain detection,
  * assembly_decide.c): the members' ids, and which of them missed writes
@@ -99,7 +107,7 @@ static void record_members(struct bm_mirror *m, struct bm_component *c)
 	memset(c->label.member_id, 0, sizeof(c->label.member_id));
 	for (int i = 0; i < m->ncomp && i < BM_MAX_COMPONENTS; i++) {
 		struct bm_component *s = &m->comp[i];
-		int st = atomic_load(&s->state);
+		int st = label_state(s);
 		uint64_t id = st == BM_CS_ABSENT ? s->known_id
 		                                 : s->label.component_id;
 		if (st == BM_CS_REMOVED || id == 0) {
@@ -124,7 +132,7 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 	record_members(m, c);
 	c->label.seq++;
 	c->label.sync_offset =
-		atomic_load(&c->state) == BM_CS_SYNCHRONIZING
+		label_state(c) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
 	/* a range the copy must go over again (compio.c write_decide): a
 	 * stop now resumes before it, not past it */
@@ -306,7 +314,7 @@ int bm_meta_write_all_labels(struct bm_mirror *m)
 		c->label.mirror_flags = m->mirror_flags;
 		c->label.balance = (uint32_t)atomic_load(&m->balance);
 		c->label.slice = atomic_load(&m->slice);
-		if (atomic_load(&c->state) == BM_CS_SYNCHRONIZING)
+		if (label_state(c) == BM_CS_SYNCHRONIZING)
 			c->label.component_flags |= BM_CF_SYNCHRONIZING;
 		else
 			c->label.component_flags &= ~BM_CF_SYNCHRONIZING;

@@ -203,6 +203,10 @@ struct bm_component {
 	int retry_delay_ms;             /* recover.c: backoff */
 	char why[256];                  /* info_lock: why absent or failed */
 	struct bm_comp_stats stats;
+	bool sync_ending;               /* meta_lock: its copy is done and its
+	                                   labels are being written: they say
+	                                   ACTIVE before its state does
+	                                   (meta.c label_state, sync.c) */
 	bool sync_full;                 /* meta_lock: its next copy is in full
 	                                   (rebuild, insert): never from the
 	                                   bitmap (bitmap.c) */

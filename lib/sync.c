@@ -873,28 +873,35 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		        (unsigned long long)(again - 1), (unsigned long long)from);
 		return -EAGAIN;
 	}
-	/* said before anyone can see it ACTIVE (activate --wait returns
-	 * then; a label write that fails now says so after) */
-	fprintf(stderr, "blkmirror: %s: %s synchronized: %llu bytes copied "
-	        "(%s)\n", m->name, t->path, (unsigned long long)copied_total,
-	        regions ? "bitmap: dirty regions only" : "in full");
-	atomic_store(&t->state, BM_CS_ACTIVE);
-	t->sync_full = false;
+	/* Every label says t is in sync before its state does (status,
+	 * activate --wait): t's own, then the others', which still say t
+	 * missed writes (their record of the members): a later failure of
+	 * theirs, with t written alone, would read at the next start as two
+	 * that each took writes while the other was away (split brain).
+	 * Before, t was seen ACTIVE just before the others were rewritten,
+	 * and a component lost in between kept the stale record. */
+	t->sync_ending = true;
 	t->label.component_flags &= ~(BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC);
 	t->label.genid = m->genid;
 	t->label.syncid = m->syncid;
 	if (bm_meta_write_label(m, t) < 0) {
+		t->sync_ending = false;
 		bm_meta_fail_locked(m, t, "label write failed at the end of sync");
 	} else {
 		bm_set_why(m, t, "%s", "");
-		/* The others' labels still say t missed writes (their record
-		 * of the members): a later failure of theirs, with t written
-		 * alone, would read at the next start as two that each took
-		 * writes while the other was away (split brain). */
 		if (bm_meta_write_all_labels(m) < 0)
 			fprintf(stderr, "blkmirror: %s: a label could not be "
-			        "updated after %s was synchronized\n", m->name,
+			        "updated as %s was synchronized\n", m->name,
 			        t->path);
+		/* said before anyone can see it ACTIVE (activate --wait
+		 * returns then) */
+		fprintf(stderr, "blkmirror: %s: %s synchronized: %llu bytes "
+		        "copied (%s)\n", m->name, t->path,
+		        (unsigned long long)copied_total,
+		        regions ? "bitmap: dirty regions only" : "in full");
+		t->sync_full = false;
+		atomic_store(&t->state, BM_CS_ACTIVE);
+		t->sync_ending = false;
 	}
 	m->degraded = false;
 	for (int i = 0; i < m->ncomp; i++)

@@ -349,12 +349,17 @@ stream_mirror() {
 qd1_stream() {
   nbdcopy -C 1 -T 1 --requests=1 --request-size=131072 --no-extents "$(uri "$1")" "${2:-null:}"
 }
-# filedisk NAME IMAGE: nbdkit serving the file IMAGE on $(disk_uri NAME);
+# filedisk NAME IMAGE [--filter=F ...] [param=value ...]: nbdkit serving
+# the file IMAGE on $(disk_uri NAME);
 # call it again to bring the disk back after disk_kill NAME
 filedisk() {
-  rm -f "$T/$1.disk.sock" "$T/$1.disk.pid"
-  nbdkit -U "$T/$1.disk.sock" -P "$T/$1.disk.pid" file "$2" >>"$T/$1.disk.log" 2>&1 ||
-    fail "nbdkit for $1 did not start"
+  local name=$1 img=$2; shift 2
+  local opts=() params=()
+  for a in "$@"; do case $a in --*) opts+=("$a") ;; *) params+=("$a") ;; esac; done
+  rm -f "$T/$name.disk.sock" "$T/$name.disk.pid"
+  nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" "${opts[@]}" file "$img" \
+    "${params[@]}" >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
+  set -- "$name"
   for _ in $(seq 1 100); do [ -s "$T/$1.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
