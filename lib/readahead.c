@@ -742,14 +742,6 @@ static int idle_comp(struct bm_mirror *m)
 	return -1;
 }
 
-/* Issues chunks until `target` is read ahead or nothing is free; up to
- * `must` chunks are issued even past the slot limit, since a client read
- * waits for them (several streams can hold every slot).  Then, work
- * conserving: a component left with nothing to do takes the next chunk
- * even past the window, up to twice it (within the cap): a disk that
- * idles loses that time for good, and the window stops while the client
- * waits on another component's chunk (a slow disk's, or one a busy
- * machine delivers late).  New chunks are added to *issue (lock held). */
 /* Whether s has earned a chunk of comp's size at its read-ahead's end
  * (RA_EARN: what it reads ahead follows what its client has read, so a
  * few small reads that happen to look sequential do not take the cap)
@@ -761,6 +753,14 @@ static bool earned(struct bm_mirror *m, struct ra_stream *s, int comp)
 	return end <= s->next || end - s->next <= RA_EARN * s->consumed;
 }
 
+/* Issues chunks until `target` is read ahead or nothing is free; up to
+ * `must` chunks are issued even past the slot limit, since a client read
+ * waits for them (several streams can hold every slot).  Then, work
+ * conserving: a component left with nothing to do takes the next chunk
+ * even past the window, up to twice it (within the cap): a disk that
+ * idles loses that time for good, and the window stops while the client
+ * waits on another component's chunk (a slow disk's, or one a busy
+ * machine delivers late).  New chunks are added to *issue (lock held). */
 static void extend(struct bm_mirror *m, struct ra_stream *s, uint64_t target,
                    uint64_t must, struct ra_chunk **issue)
 {

@@ -249,6 +249,14 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	if (err < 0)
 		return err;
 	err = bm_label_read_timeout(m, be, &l);
+	if (err == -ENOENT || err == -EINVAL || err == -EPROTO) {
+		/* read, but no valid label there (wiped, written over):
+		 * refused, like another mirror's label */
+		char msg[200];
+		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		return bm_error(EEXIST, "it came back without its label (%s)",
+		                msg);
+	}
 	if (err < 0)
 		return err;
 	if (l.mirror_id != c->label.mirror_id ||
@@ -303,7 +311,8 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		/* it answers but is not taken (refused: EEXIST; or its label
 		 * or a flush did not end): status says why, while away;
 		 * refused before the why shows it (rebuild reads both) */
-		if (from == BM_CS_DISCONNECTED)
+		if (from == BM_CS_DISCONNECTED &&
+		    atomic_load(&c->state) == BM_CS_DISCONNECTED)
 			atomic_store(&c->refused, err == -EEXIST);
 		if (be && from == BM_CS_DISCONNECTED &&
 		    atomic_load(&c->state) == BM_CS_DISCONNECTED)

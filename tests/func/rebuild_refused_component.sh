@@ -2,7 +2,8 @@
 # take (its file was cut short while served: "it came back smaller") says
 # so and gives the way forward (remove, then insert a disk large enough),
 # instead of "it is reconnected automatically" (it never would be); the
-# way it gives works.  One that is simply away still gets that answer.
+# way it gives works.  So is one back without its label (a blank disk at
+# its path).  One that is simply away still gets the old answer.
 . "$(dirname "$0")/lib.sh"
 mkimg 16 a b c
 bm label -n m0 "$T/a" "$T/b" >/dev/null
@@ -20,4 +21,10 @@ bm status m0 | has COMPLETE || fail "not COMPLETE: $(bm status m0)"
 rm "$T/c"
 wait_status m0 "$T/c (DISCONNECTED" 10
 expect_error "is DISCONNECTED: it is reconnected automatically" bm rebuild m0 "$T/c" >/dev/null
+# back as a blank disk (its label gone): refused too (before: retried for
+# ever, and rebuild said it would be reconnected)
+truncate -s 16M "$T/c"
+wait_status m0 "$T/c (DISCONNECTED: it came back without its label (no blkmirror label)" 10
+expect_error "is DISCONNECTED and is not taken back \\(it came back without its label" \
+  bm rebuild m0 "$T/c" >/dev/null
 stop m0
