@@ -928,6 +928,7 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 		goto out;
 	}
 	bool departed = false;
+	bm_meta_record_begin(m); /* (meta.c: write acks wait for the record) */
 	for (int i = 0; i < m->ncomp; i++) {
 		if (!(mask & (1u << i)))
 			continue;
@@ -946,6 +947,7 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 	if (relabel_all_locked(m) < 0)
 		fprintf(stderr, "blkmirror: %s: a label could not be updated "
 		        "after a removal\n", m->name);
+	bm_meta_record_end(m);
 	pthread_mutex_unlock(&m->meta_lock);
 	used = retire(m, mask, ids, was, true, report, len, used);
 out:

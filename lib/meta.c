@@ -249,6 +249,7 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		bm_event_post(m, BM_SEV_CRIT, BM_EV_LAST_COMPONENT_ERROR, c->path, "%s; it is the last ACTIVE component, so it stays in service", why);
 		return;
 	}
+	bm_meta_record_begin(m);
 	atomic_store(&c->state, state);
 	atomic_store(&c->refused, false); /* (not looked at again yet) */
 	assert(active_count(m) >= 1 ||
@@ -275,9 +276,35 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		atomic_store(&m->meta_broken, true);
 		bm_event_post(m, BM_SEV_CRIT, BM_EV_WRITES_REFUSED, NULL, "cannot record the failure on any ACTIVE component; writes fail until a label write succeeds");
 	}
+	bm_meta_record_end(m);
 	bm_event_redundancy(m);
 	if (c->be && state == BM_CS_DISCONNECTED)
 		bm_recover_kick(m);
+}
+
+/*
+ * A component that leaves the set of write targets (failed, gone,
+ * removed) stops getting writes the moment its state says so, and the
+ * others' labels record its departure (the genid bump) a label write
+ * later.  A write issued in between reaches only the others; were it
+ * acknowledged before their labels are on disk, a crash then would leave
+ * every label at the old genid, and the next start could take the one
+ * that left as the source and copy its old data over the write (found
+ * by a crash test: acknowledged writes lost).  So between begin (before
+ * the state changes) and end (after the labels are written), under
+ * meta_lock, a write that completes is decided on the event thread
+ * (compio.c write_decide), which takes meta_lock: after the record.
+ */
+void bm_meta_record_begin(struct bm_mirror *m)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	atomic_fetch_add(&m->recording, 1);
+}
+
+void bm_meta_record_end(struct bm_mirror *m)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	atomic_fetch_sub(&m->recording, 1);
 }
 
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,

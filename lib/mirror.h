@@ -325,6 +325,10 @@ struct bm_mirror {
 	atomic_bool meta_broken;        /* a failure could not be recorded on
 	                                   any ACTIVE component: writes get EIO
 	                                   until labels can be written again */
+	atomic_int recording;           /* departures whose labels are being
+	                                   written (meta_lock held meanwhile):
+	                                   write acks wait for them (compio.c
+	                                   write_done, bm_meta_record_*) */
 	uint64_t mirror_id, genid, syncid; /* meta_lock */
 	uint32_t mirror_flags;          /* meta_lock */
 	uint32_t missed;                /* meta_lock: slots that missed writes
@@ -434,6 +438,10 @@ int bm_meta_mark_dirty(struct bm_mirror *m);
 void bm_meta_try_clean(struct bm_mirror *m, long idle_ms);
 /* Caller holds meta_lock.  Takes c out of service (FAILED) and records it
  * (genid bump on the survivors); never the last ACTIVE component. */
+/* meta_lock held: around a departure's state change and the labels that
+ * record it, write acks wait (meta.c says why). */
+void bm_meta_record_begin(struct bm_mirror *m);
+void bm_meta_record_end(struct bm_mirror *m);
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
                          const char *why);
 /* The same, into `state` (BM_CS_FAILED or BM_CS_DISCONNECTED). */
