@@ -224,7 +224,7 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		if (err < 0)
 			goto out;
 	}
-	err = bm_probe_same_content(be, n, &dup_a, &dup_b);
+	err = bm_probe_same_content(be, n, &dup_a, &dup_b, 0);
 	if (err > 0)
 		err = bm_error(EINVAL, "%s and %s are the same disk (a block "
 		               "written through one was read back through the "

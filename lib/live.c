@@ -170,7 +170,8 @@ static int refuse_same_storage(struct bm_mirror *m, const char *path,
 	}
 	if (stat(path, &st) < 0 && nb > 0) {
 		bes[nb] = be;
-		err = bm_probe_same_content(bes, nb + 1, &a, &b);
+		err = bm_probe_same_content(bes, nb + 1, &a, &b,
+		                            atomic_load(&m->io_timeout_ms));
 		if (err > 0)
 			err = bm_error(EEXIST, "%s is the same disk as %s, already a "
 			               "component of %s (a block written through one "
@@ -211,7 +212,9 @@ static int check_new(struct bm_mirror *m, const char *path,
 	err = refuse_same_storage(m, path, be);
 	if (err < 0)
 		return err;
-	err = bm_label_read_be(be, &l);
+	err = bm_label_read_timeout(m, be, &l); /* (io-timeout: never hangs) */
+	if (err < 0 && err != -ENOENT && err != -EINVAL && err != -EPROTO)
+		return bm_error(-err, "%s: %s", path, bm_last_error());
 	if (err == 0 && l.mirror_id != m->mirror_id)
 		return bm_error(EEXIST, "%s is labeled for mirror '%s'; clear it "
 		                "first with blkmirror clear %s", path, l.name, path);
@@ -426,8 +429,13 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 		bm_sync_kick(m);
 	err = 0;
 out:
-	if (be)
+	if (be) {
+		/* a check that timed out may have left a request outstanding
+		 * (a disk that hangs): end it, so that close does not wait */
+		if (err < 0 && be->ops->abort)
+			be->ops->abort(be);
 		be->ops->close(be);
+	}
 	pthread_mutex_unlock(&m->live_lock);
 	return err;
 }

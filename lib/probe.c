@@ -232,14 +232,21 @@ static uint64_t idprobe_offset(uint64_t size)
 	return size / 4096 * 4096 - BM_IDPROBE_FROM_END;
 }
 
+/* timeout_ms > 0: a component that does not answer within it fails the
+ * check (a request given up may still land: only in this block, which
+ * holds nothing but tokens) */
 static int sync_io(struct bm_backend *be, enum bm_bop op, void *buf,
-                   uint64_t off, const char *what)
+                   uint64_t off, const char *what, long timeout_ms)
 {
-	int err = bm_backend_io_wait(be, op, buf, 4096, off,
-	                             op == BM_BOP_WRITE ? BM_BOP_FUA : 0);
+	int err = bm_backend_io_wait_timeout(be, op, buf, 4096, off,
+	                                     op == BM_BOP_WRITE ? BM_BOP_FUA : 0,
+	                                     timeout_ms);
 
 	if (err == 0 && op == BM_BOP_WRITE)
-		err = be->ops->flush_sync(be);
+		err = timeout_ms > 0
+		              ? bm_backend_io_wait_timeout(be, BM_BOP_FLUSH, NULL,
+		                                           0, 0, 0, timeout_ms)
+		              : be->ops->flush_sync(be);
 	if (err < 0)
 		return bm_error(-err, "%s: cannot %s 4 KiB at %" PRIu64 " (the "
 		                "check that no two components are one disk): %s",
@@ -248,7 +255,7 @@ static int sync_io(struct bm_backend *be, enum bm_bop op, void *buf,
 }
 
 int bm_probe_same_content(struct bm_backend **be, size_t n, size_t *a,
-                          size_t *b)
+                          size_t *b, long timeout_ms)
 {
 	uint8_t *orig = NULL, *token = NULL, *seen = NULL;
 	int err = 0;
@@ -272,23 +279,26 @@ int bm_probe_same_content(struct bm_backend **be, size_t n, size_t *a,
 			err = bm_error(EIO, "getrandom: %s", strerror(errno));
 			break;
 		}
-		err = sync_io(be[i], BM_BOP_READ, orig, off, "read");
+		err = sync_io(be[i], BM_BOP_READ, orig, off, "read", timeout_ms);
 		if (err < 0)
 			break;
-		err = sync_io(be[i], BM_BOP_WRITE, token, off, "write");
+		err = sync_io(be[i], BM_BOP_WRITE, token, off, "write",
+		              timeout_ms);
 		if (err < 0)
 			break;
 		for (size_t k = i + 1; k < n && err == 0; k++) {
 			if (be[k]->size != be[i]->size)
 				continue;
-			err = sync_io(be[k], BM_BOP_READ, seen, off, "read");
+			err = sync_io(be[k], BM_BOP_READ, seen, off, "read",
+			              timeout_ms);
 			if (err == 0 && memcmp(seen, token, TOKEN_LEN) == 0) {
 				*a = i;
 				*b = k;
 				err = 1;
 			}
 		}
-		int rerr = sync_io(be[i], BM_BOP_WRITE, orig, off, "restore");
+		int rerr = sync_io(be[i], BM_BOP_WRITE, orig, off, "restore",
+		                   timeout_ms);
 		if (rerr < 0)
 			err = rerr;
 	}

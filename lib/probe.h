@@ -41,8 +41,10 @@ int bm_probe_same_identity(const char *const *paths, size_t n, size_t *a,
  * block BM_IDPROBE_FROM_END bytes before its end (label.h) and read back
  * with O_DIRECT through every other component of the same size; what was
  * in the block is restored.  Returns 1 with the pair, 0, or -errno.
+ * timeout_ms > 0: each request's deadline (a running mirror's io-timeout:
+ * insert never waits for ever on a component that hangs); 0: none.
  */
 int bm_probe_same_content(struct bm_backend **be, size_t n, size_t *a,
-                          size_t *b);
+                          size_t *b, long timeout_ms);
 
 #endif
