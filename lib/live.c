@@ -187,6 +187,32 @@ static int refuse_same_storage(struct bm_mirror *m, const char *path,
 	return err;
 }
 
+/* Whether be was given up with writes its server may still carry out
+ * (lib/backends/nbd.c: detached requests). */
+static bool late_writes(struct bm_backend *be)
+{
+	return be && atomic_load(&be->detached) > 0;
+}
+
+/* Caller holds live_lock: component id left while writes of a connection
+ * given up may still land on it (check_new refuses it while labelled). */
+static void remember_late(struct bm_mirror *m, uint64_t id)
+{
+	if (id)
+		m->late_ids[m->nlate++ % (2 * BM_MAX_COMPONENTS)] = id;
+}
+
+/* Caller holds live_lock: whether id is one of those. */
+static bool left_late(const struct bm_mirror *m, uint64_t id)
+{
+	unsigned n = m->nlate < 2 * BM_MAX_COMPONENTS ? m->nlate
+	                                               : 2 * BM_MAX_COMPONENTS;
+	for (unsigned k = 0; k < n; k++)
+		if (id && m->late_ids[k] == id)
+			return true;
+	return false;
+}
+
 /* Checks the component to insert, open in be: nothing is written. */
 static int check_new(struct bm_mirror *m, const char *path,
                      struct bm_backend *be, const struct bm_insert_params *p)
@@ -220,6 +246,15 @@ static int check_new(struct bm_mirror *m, const char *path,
 		                "first with blkmirror clear %s", path, l.name, path);
 	bool ours = err == 0; /* a stale component of this mirror: its data
 	                         is this mirror's, copied over again */
+	/* ...unless a write of its old connection may still land: after the
+	 * copy, over a newer write (copies that differ) */
+	if (ours && left_late(m, l.component_id))
+		return bm_error(EBUSY, "%s left this mirror while its server "
+		                "could still carry out writes of a connection "
+		                "given up, and one may land over the copy; once "
+		                "its server has carried them out (or was "
+		                "restarted), 'blkmirror clear %s', then insert it",
+		                path, path);
 	bm_error_clear();
 	if (!ours) {
 		err = bm_probe_content(be, &content);
@@ -842,6 +877,8 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 		pthread_mutex_unlock(&m->meta_lock);
 		for (int k = 0; k < nold; k++)
 			old[k]->ops->close(old[k]);
+		if (!idle || late_writes(be))
+			remember_late(m, ids[i]);
 		if (!idle) {
 			/* Leaves the backend to the mirror's close. */
 			REPORT("%s: removed; it did not finish its requests, so its "

@@ -310,6 +310,12 @@ struct bm_mirror {
 	atomic_int ncomp;               /* slots in use; only grows (live.c) */
 	struct bm_component comp[BM_MAX_COMPONENTS];
 	pthread_mutex_t live_lock;      /* live.c: one insert/remove at a time */
+	uint64_t late_ids[2 * BM_MAX_COMPONENTS]; /* live_lock: component ids
+	                                   of those that left while their
+	                                   server could still carry out writes
+	                                   of a connection given up: insert
+	                                   refuses a disk still labelled so */
+	unsigned nlate;                 /* live_lock: ids recorded, ever */
 	atomic_int live_ops;            /* live.c: inserts/removals that run */
 	atomic_bool stopping;           /* bm_mirror_begin_stop: waits for slow
 	                                   components end at io-timeout */
