@@ -246,6 +246,71 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 	return 0;
 }
 
+/* An INACTIVE component whose connection is gone (its NBD server was
+ * restarted while it was deactivated): opened again by its path, its
+ * label checked, and the new backend put in place of the dead one (which
+ * only the lease keeper still looks at: it counts as a user, as any
+ * caller of bm_comp_get, and the old one is closed once none is left).
+ * Nothing else reopens an INACTIVE component: before, activate failed for
+ * ever reading its lease through the dead connection. */
+static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_backend *nb = NULL, *old;
+	struct bm_label l;
+	int err;
+
+	if (c->be && atomic_load(&c->be->detached) > 0)
+		return bm_error(EBUSY, "%s: its old connection was given up with "
+		                "writes its server may still carry out; once it "
+		                "has (or was restarted), try again", c->path);
+	err = bm_backend_open(c->path, true, &nb);
+	if (err < 0)
+		return bm_error(err, "%s: its connection is gone and it cannot "
+		                "be opened again: %s", c->path, bm_last_error());
+	if (bm_data_area(nb->size) < m->size)
+		err = bm_error(ENOSPC, "%s came back smaller (%llu bytes)",
+		               c->path, (unsigned long long)nb->size);
+	else if ((err = bm_label_read_timeout(m, nb, &l)) < 0)
+		err = bm_error(-err, "%s: %s", c->path, bm_last_error());
+	else if (l.mirror_id != c->label.mirror_id ||
+	         l.component_id != c->label.component_id)
+		err = bm_error(EEXIST, "%s came back with another label "
+		               "(mirror '%s')", c->path, l.name);
+	if (err < 0) {
+		if (nb->ops->abort)
+			nb->ops->abort(nb);
+		nb->ops->close(nb);
+		return err;
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	old = c->be;
+	c->be = NULL;
+	pthread_mutex_unlock(&m->meta_lock);
+	for (int waited = 0; atomic_load(&c->users) > 0; waited += 10) {
+		if (waited >= DRAIN_WAIT_MS) {
+			pthread_mutex_lock(&m->meta_lock);
+			c->be = old;
+			pthread_mutex_unlock(&m->meta_lock);
+			nb->ops->close(nb);
+			return bm_error(EBUSY, "%s is still in use; try again",
+			                c->path);
+		}
+		usleep(10000);
+	}
+	if (old) {
+		if (old->ops->abort)
+			old->ops->abort(old);
+		old->ops->close(old);
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	c->be = nb;
+	atomic_fetch_add(&c->epoch, 1);
+	pthread_mutex_unlock(&m->meta_lock);
+	fprintf(stderr, "blkmirror: %s: %s: its connection was gone; opened "
+	        "again\n", m->name, c->path);
+	return 0;
+}
+
 static int activate_serialized(bm_mirror *m, const char *path)
 {
 	int i = find_component(m, path), err;
@@ -279,6 +344,11 @@ static int activate_serialized(bm_mirror *m, const char *path)
 		usleep(10000);
 	}
 	err = lease_is_ours(m, c, c->be);
+	if (err < 0 && bm_error_is_gone(err)) {
+		err = reopen_inactive(m, c);
+		if (err == 0)
+			err = lease_is_ours(m, c, c->be);
+	}
 	if (err < 0)
 		return err;
 	pthread_mutex_lock(&m->meta_lock);
