@@ -320,14 +320,18 @@ static void write_done(struct bm_breq *br, int result)
 		return;
 
 	uint32_t failed = atomic_load(&r->failed);
-	if (failed == 0 && atomic_load(&m->recording) == 0) {
+	/* (recording first: a record that failed sets meta_broken before
+	 * it ends, meta.c) */
+	if (failed == 0 && atomic_load(&m->recording) == 0 &&
+	    !atomic_load(&m->meta_broken)) {
 		req_complete(r);
 		return;
 	}
 	if (failed == 0) {
 		/* a component is leaving and the others' labels do not say so
-		 * yet (meta.c bm_meta_record_begin): acknowledged only once
-		 * they do, on the event thread (nothing to apply first) */
+		 * yet (meta.c bm_meta_record_begin), or could not: decided
+		 * once they do, on the event thread (nothing to apply first);
+		 * a component whose label is not current holds nothing */
 		bm_ev_fail(m, 0, NULL, "", 0, 0, 0, write_decide, r);
 		return;
 	}

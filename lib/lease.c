@@ -231,8 +231,10 @@ static struct bm_backend *lease_get(struct bm_component *c)
 	if (be)
 		return be;
 	atomic_fetch_add(&c->users, 1);
-	if (atomic_load(&c->state) == BM_CS_INACTIVE && c->be)
-		return c->be;
+	/* read once (rebuild.c reopen_inactive swaps it once users are 0) */
+	struct bm_backend *inactive_be = __atomic_load_n(&c->be, __ATOMIC_SEQ_CST);
+	if (atomic_load(&c->state) == BM_CS_INACTIVE && inactive_be)
+		return inactive_be;
 	atomic_fetch_sub(&c->users, 1);
 	return NULL;
 }

@@ -989,9 +989,20 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 	if (departed)
 		m->genid++;
 	update_degraded_locked(m);
-	if (relabel_all_locked(m) < 0)
+	if (relabel_all_locked(m) < 0) {
 		fprintf(stderr, "blkmirror: %s: a label could not be updated "
 		        "after a removal\n", m->name);
+		/* one in service whose label lacks the record cannot be
+		 * trusted with writes (as when a failure is recorded) */
+		for (int i = 0; i < m->ncomp; i++) {
+			struct bm_component *c = &m->comp[i];
+			int st = atomic_load(&c->state);
+			if (c->label_stale && (st == BM_CS_ACTIVE ||
+			                       st == BM_CS_SYNCHRONIZING))
+				bm_meta_label_failed_locked(m, c,
+				                            " after a removal");
+		}
+	}
 	bm_meta_record_end(m);
 	pthread_mutex_unlock(&m->meta_lock);
 	used = retire(m, mask, ids, was, true, report, len, used);
