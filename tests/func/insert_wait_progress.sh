@@ -14,9 +14,9 @@ echo "$out" >&2
 lines=$(grep -c "% synchronized, " <<<"$out") || true
 [ "$lines" -ge 2 ] || fail "fewer than two progress lines: $out"
 ! grep -q " 0\.0 MiB/s" <<<"$out" || fail "a progress line says 0.0 MiB/s: $out"
-grep "% synchronized, " <<<"$out" | grep -vqE "% synchronized, ([0-9]+\.[0-9]|--\.-) MiB/s, " &&
+grep "% synchronized, " <<<"$out" | has -vE "% synchronized, ([0-9]+\.[0-9]|--\.-) MiB/s, " &&
   fail "a progress line without a rate: $out"
 grep -qE "[1-9][0-9]*\.[0-9] MiB/s, 00:[0-9]{2} left" <<<"$out" || fail "no measured rate: $out"
-tail -n 1 <<<"$out" | grep -qx "$T/b: synchronized" || fail "last line: $out"
+tail -n 1 <<<"$out" | has -x "$T/b: synchronized" || fail "last line: $out"
 same_data "$T/a" "$T/b" || fail "b differs from a"
 stop m0

@@ -19,7 +19,7 @@ dd if="$T/d" of="$T/b" bs=4096 skip=$((size / 4096 - 1)) seek=$((size / 4096 - 1
 out=$(bm remove m0 "$T/b") || fail "remove of b failed: $out"
 grep -qx "$T/b: removed; it now carries another label (mirror 'other'), left as it is" <<<"$out" ||
   fail "remove said '$out'"
-bm dump "$T/b" | grep -q "other" || fail "b's label (mirror 'other') was not left: $(bm dump "$T/b" 2>&1)"
+bm dump "$T/b" | has "other" || fail "b's label (mirror 'other') was not left: $(bm dump "$T/b" 2>&1)"
 out=$(bm status m0)
 grep -q COMPLETE <<<"$out" && ! grep -q "$T/[bc]" <<<"$out" || fail "status: $out"
 stop m0
