@@ -504,6 +504,11 @@ void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
 /* Reopens a FAILED component (meta_lock not held; nobody else may change
  * it meanwhile) and makes it SYNCHRONIZING from 0, as a reconnect does. */
 int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c);
+/* Whether be (c reopened) is c of this mirror and fits it: 0, or -EEXIST
+ * (refused: smaller, another or no label, a larger minimum block size) or
+ * another -errno (still away), with bm_last_error(). */
+int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
+                           struct bm_backend *be);
 
 /* balance.c: picks a readable component not in `exclude`, or -1. */
 int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,

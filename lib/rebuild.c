@@ -256,7 +256,6 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 {
 	struct bm_backend *nb = NULL, *old;
-	struct bm_label l;
 	int err;
 
 	if (c->be && atomic_load(&c->be->detached) > 0)
@@ -267,16 +266,11 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "%s: its connection is gone and it cannot "
 		                "be opened again: %s", c->path, bm_last_error());
-	if (bm_data_area(nb->size) < m->size)
-		err = bm_error(ENOSPC, "%s came back smaller (%llu bytes)",
-		               c->path, (unsigned long long)nb->size);
-	else if ((err = bm_label_read_timeout(m, nb, &l)) < 0)
-		err = bm_error(-err, "%s: %s", c->path, bm_last_error());
-	else if (l.mirror_id != c->label.mirror_id ||
-	         l.component_id != c->label.component_id)
-		err = bm_error(EEXIST, "%s came back with another label "
-		               "(mirror '%s')", c->path, l.name);
+	err = bm_recover_check_label(m, c, nb); /* (as a reconnect's) */
 	if (err < 0) {
+		char why[200];
+		snprintf(why, sizeof(why), "%s", bm_last_error());
+		err = bm_error(-err, "%s: %s", c->path, why);
 		if (nb->ops->abort)
 			nb->ops->abort(nb);
 		nb->ops->close(nb);

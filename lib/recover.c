@@ -236,7 +236,7 @@ static bool repair_one(struct bm_mirror *m, const struct bm_repair *rp)
  * of this mirror and fits it.  -EEXIST: refused (another label, too
  * small, a larger minimum block size than clients were told), tried again
  * slowly; other errors: still away. */
-static int check_label(struct bm_mirror *m, struct bm_component *c,
+int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
                        struct bm_backend *be)
 {
 	struct bm_label l;
@@ -306,7 +306,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		old->ops->close(old);
 	err = bm_backend_open(c->path, true, &be);
 	if (err == 0)
-		err = check_label(m, c, be);
+		err = bm_recover_check_label(m, c, be);
 	if (err < 0) {
 		/* it answers but is not taken (refused: EEXIST; or its label
 		 * or a flush did not end): status says why, while away;
