@@ -394,7 +394,7 @@ static int refuse_data(struct component *c, size_t n)
 			return cli_fail("%s: holds a damaged blkmirror label (%s); "
 			                "bench --write refuses it", c[i].path,
 			                bm_last_error());
-		err = bm_probe_content(c[i].be, &content);
+		err = bm_probe_content(c[i].be, &content, 0);
 		if (err < 0)
 			return cli_fail("%s", bm_last_error());
 		if (err > 0)

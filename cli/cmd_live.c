@@ -16,6 +16,8 @@
  *   "live forget"
  *   "live deactivate PATH" | "live activate PATH" | "live rebuild PATH"
  *   "live priority N PATH"
+ *   "live configure ALGORITHM SLICE"    (configure -b/-s: every label is
+ *                                       rewritten, up to the io-timeout)
  * each answer "ok\nstarted ID" (or "error ..." when another job runs), and
  *   "live result ID"
  * answers "ok\nrunning", "ok\ndone\nREPORT" or "error MESSAGE".  A job
@@ -45,6 +47,7 @@
 enum job_kind {
 	JOB_INSERT, JOB_REMOVE, JOB_FORGET,          /* the list changes */
 	JOB_DEACTIVATE, JOB_ACTIVATE, JOB_REBUILD, JOB_PRIORITY, /* one's state */
+	JOB_CONFIGURE,                                /* the labels' balance */
 };
 
 static struct job {
@@ -57,6 +60,8 @@ static struct job {
 	char name[BM_NAME_MAX + 1];
 	struct bm_insert_params ip;
 	unsigned priority;       /* JOB_PRIORITY */
+	int balance;             /* JOB_CONFIGURE */
+	unsigned slice;
 	char *paths[BM_MAX_COMPONENTS];
 	size_t npaths;
 	int err;
@@ -124,9 +129,14 @@ static void *job_main(void *arg)
 	case JOB_PRIORITY:
 		err = bm_mirror_set_priority(j->m, j->paths[0], j->priority);
 		break;
+	case JOB_CONFIGURE:
+		err = bm_mirror_configure(j->m, j->balance, j->slice);
+		break;
 	}
 	if (err < 0 && err != -EALREADY)
-		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		snprintf(msg, sizeof(msg), "%s%s%s",
+		         j->kind == JOB_CONFIGURE ? j->name : "",
+		         j->kind == JOB_CONFIGURE ? ": " : "", bm_last_error());
 	if (err == 0 && j->kind <= JOB_FORGET)
 		record_components(j, strlen(j->report));
 	bm_live_end(j->m);
@@ -154,6 +164,17 @@ static int parse_job(const char *cmd, char *out, size_t len)
 
 	if (strcmp(cmd, "live forget") == 0) {
 		job.kind = JOB_FORGET;
+		return 0;
+	}
+	char alg[32];
+	if (sscanf(cmd, "live configure %31s %u", alg, &job.slice) == 2) {
+		job.balance = bm_balance_parse(alg);
+		if (job.balance < 0) {
+			snprintf(out, len, "error unknown balance algorithm '%s'\n",
+			         alg);
+			return 1;
+		}
+		job.kind = JOB_CONFIGURE;
 		return 0;
 	}
 	if (sscanf(cmd, "live insert %u %7s %n", &prio, flags, &pos) == 2 &&
@@ -249,7 +270,8 @@ int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
 	if (job.running) {
 		snprintf(out, len, "error %s is busy with another change of its "
 		         "components (insert, remove, forget, deactivate, activate, "
-		         "rebuild or priority); try again when it ends\n", name);
+		         "rebuild, priority or configure); try again when it "
+		         "ends\n", name);
 		pthread_mutex_unlock(&job.lock);
 		return 1;
 	}

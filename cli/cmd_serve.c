@@ -192,7 +192,6 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
                               size_t len)
 {
 	struct serve_state *st = ctx;
-	char alg[64];
 	unsigned slice = 0;
 	int n;
 
@@ -213,15 +212,6 @@ static int control_handler_fn(void *ctx, const char *cmd, char *out,
 			bm_mirror_status(st->m, out + n, len - (size_t)n);
 		else
 			bm_mirror_list(st->m, out + n, len - (size_t)n);
-	} else if (sscanf(cmd, "configure %63s %u", alg, &slice) >= 1) {
-		int b = bm_balance_parse(alg);
-		if (b < 0)
-			snprintf(out, len, "error unknown balance algorithm '%s'\n",
-			         alg);
-		else if (bm_mirror_configure(st->m, b, slice) < 0)
-			snprintf(out, len, "error %s\n", bm_last_error());
-		else
-			snprintf(out, len, "ok\n");
 	} else if (sscanf(cmd, "io-timeout %u", &slice) == 1) {
 		bm_mirror_set_io_timeout(st->m, slice);
 		snprintf(out, len, "ok\n");

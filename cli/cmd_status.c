@@ -711,8 +711,10 @@ int cmd_configure(int argc, char **argv)
 			return rc;
 		}
 	}
-	snprintf(cmd, sizeof(cmd), "configure %s %u", bm_balance_name(balance),
-	         slice);
+	/* Running, the server rewrites every label on a job thread (up to the
+	 * io-timeout for a component that hangs, while status still answers). */
+	snprintf(cmd, sizeof(cmd), "live configure %s %u",
+	         bm_balance_name(balance), slice);
 	/* Stopped: write the labels under the lock, so that a serve cannot
 	 * start in the middle; running: ask the server. */
 	r = state_lock(name, "configure", &lock_fd, &pid, what, sizeof(what));
@@ -723,9 +725,7 @@ int cmd_configure(int argc, char **argv)
 			rc = cli_fail("%s", bm_last_error());
 		state_unlock(lock_fd);
 	} else if (r == -EBUSY && strcmp(what, "serve") == 0) {
-		reply = malloc(REPLY_MAX);
-		rc = reply ? ask(name, pid, cmd, reply) : cli_fail("out of memory");
-		free(reply);
+		rc = live_run_job(name, cmd);
 	} else if (r == -EBUSY) {
 		rc = cli_fail("mirror '%s' is busy: pid %ld (%s); try again", name,
 		              (long)pid, what[0] ? what : "starting");

@@ -1,7 +1,7 @@
 /*
  * The control socket of a running mirror (STATE_DIR/NAME.ctl, mode 0600):
  * one request a connection, a line of text in ("status", "list",
- * "configure ALG SLICE", "stop"), text out, then close.  The first line of
+ * "io-timeout MS", "stop", "live ..." jobs), text out, then close.  The first line of
  * the reply is "ok" or "error MESSAGE".
  *
  * Neither side can hang the other: the server reads and writes a client with

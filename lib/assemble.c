@@ -148,7 +148,7 @@ static int refuse_existing_data(struct bm_backend **be,
 		 * an NBD export or another host's: its lease is renewed) */
 		if (err == 0 && (err = bm_lease_check_free(be[i])) < 0)
 			return err;
-		err = bm_probe_content(be[i], &c);
+		err = bm_probe_content(be[i], &c, 0);
 		if (err < 0)
 			return err;
 		if (kept && c.fs_bytes > data_size)
@@ -951,7 +951,22 @@ int bm_mirror_configure(bm_mirror *m, int balance, uint32_t slice)
 	if (balance != BM_BALANCE_STREAM)
 		bm_ra_drop_all(m);
 	err = bm_meta_write_all_labels(m);
+	if (err < 0) {
+		/* say whose label keeps the old balance (the rest took it) */
+		char who[1024] = "";
+		size_t used = 0;
+		for (int i = 0; i < m->ncomp && used < sizeof(who); i++)
+			if (m->comp[i].label_stale)
+				used += (size_t)snprintf(who + used, sizeof(who) - used,
+				                         "%s%s", used ? ", " : "",
+				                         m->comp[i].path);
+		pthread_mutex_unlock(&m->meta_lock);
+		return bm_error(err, "the balance is %s now, but the label of %s "
+		                "could not be written (%s) and still says the old "
+		                "one; run configure again once it answers",
+		                bm_balance_name(balance), who[0] ? who : "a component",
+		                strerror(-err));
+	}
 	pthread_mutex_unlock(&m->meta_lock);
-	return err < 0 ? bm_error(err, "cannot write labels: %s", strerror(-err))
-	               : 0;
+	return 0;
 }

@@ -257,7 +257,8 @@ static int check_new(struct bm_mirror *m, const char *path,
 		                path, path);
 	bm_error_clear();
 	if (!ours) {
-		err = bm_probe_content(be, &content);
+		err = bm_probe_content(be, &content, /* never hangs */
+		                       atomic_load(&m->io_timeout_ms));
 		if (err < 0)
 			return err;
 		if (err > 0 && !p->force)

@@ -38,11 +38,15 @@
 
 #define PROBE_SPAN (1024u * 1024u)
 
-/* Reads [off, off + len) through the backend into the memfd (and head). */
+/* Reads [off, off + len) through the backend into the memfd (and head);
+ * timeout_ms > 0: a component that does not answer within it fails. */
 static int copy_span(struct bm_backend *be, int fd, uint64_t off, uint32_t len,
-                     uint8_t *buf)
+                     uint8_t *buf, long timeout_ms)
 {
-	int err = bm_backend_io_wait(be, BM_BOP_READ, buf, len, off, 0);
+	int err = timeout_ms > 0
+	          ? bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, len, off, 0,
+	                                       timeout_ms)
+	          : bm_backend_io_wait(be, BM_BOP_READ, buf, len, off, 0);
 
 	if (err < 0)
 		return bm_error(-err, "%s: cannot read %u bytes at %" PRIu64
@@ -84,7 +88,8 @@ static void describe(blkid_probe pr, struct bm_content *out)
 		         "recognizes");
 }
 
-int bm_probe_content(struct bm_backend *be, struct bm_content *out)
+int bm_probe_content(struct bm_backend *be, struct bm_content *out,
+                     long timeout_ms)
 {
 	uint64_t size = be->size / 4096 * 4096;
 	uint32_t head = size < PROBE_SPAN ? (uint32_t)size : PROBE_SPAN;
@@ -107,9 +112,9 @@ int bm_probe_content(struct bm_backend *be, struct bm_content *out)
 		err = bm_error(ENOMEM, "out of memory");
 		goto out;
 	}
-	err = copy_span(be, fd, tail, (uint32_t)(size - tail), buf);
+	err = copy_span(be, fd, tail, (uint32_t)(size - tail), buf, timeout_ms);
 	if (err == 0)
-		err = copy_span(be, fd, 0, head, buf);
+		err = copy_span(be, fd, 0, head, buf, timeout_ms);
 	if (err < 0)
 		goto out;
 	/* buf holds the head now: the file system's own idea of its size. */

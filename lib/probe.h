@@ -22,9 +22,11 @@ struct bm_content {
  * on a sparse memory file of the component's size.  Returns 1 when it holds
  * a file system, partition table, RAID/LVM/crypto signature or other known
  * signature (described in out), 0 when none was found, -errno on a read
- * error (bm_last_error() says it).
+ * error (bm_last_error() says it).  timeout_ms > 0: a component that does
+ * not answer a read within it fails the probe (-ETIMEDOUT); 0: no deadline.
  */
-int bm_probe_content(struct bm_backend *be, struct bm_content *out);
+int bm_probe_content(struct bm_backend *be, struct bm_content *out,
+                     long timeout_ms);
 
 /*
  * Identity the kernel can tell, before anything is opened: one inode through

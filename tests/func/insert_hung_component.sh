@@ -37,3 +37,17 @@ grep -q "timed out" <<<"$out" || fail "insert did not say what timed out: $out"
 echo "old one hangs: $out" >&2
 answer g
 stop m1
+disk_kill n
+# the new one answers its label read but hangs on the look for a file
+# system (the first and last MiB read through it: here at 0)
+hangdisk p 64 0
+serve m1 --io-timeout 2
+wait_complete m1
+hang p
+t0=$(date +%s)
+rc=0; out=$(timeout 30 "$BLKMIRROR" insert m1 "$(disk_uri p)" 2>&1) || rc=$?
+[ $rc -eq 1 ] || fail "insert of a disk that hangs on the content probe: exit $rc after $(( $(date +%s) - t0 )) s (want 1): $out"
+has "look for existing data: Connection timed out" <<<"$out" || fail "insert did not say what timed out: $out"
+echo "new one hangs on the probe: $out" >&2
+answer p
+stop m1
