@@ -531,12 +531,22 @@ int cmd_serve(int argc, char **argv)
 		state_remove_socket_record(name);
 	set_phase(&st, false, "flushing the components and marking their "
 	          "labels clean");
-	bm_mirror_close(st.m);
+	err = bm_mirror_close(st.m);
 	pthread_mutex_lock(&st.lock);
 	st.m = NULL; /* freed (or left to the exit): nothing reads it now */
 	pthread_mutex_unlock(&st.lock);
 	set_phase(&st, false, "exiting");
 	control_stop(ctl);
+	if (err < 0) {
+		/* the stop's own words (cmd_status.c stop_one) */
+		char note[100];
+		snprintf(note, sizeof(note), "stopped dirty: %s", bm_last_error());
+		state_lock_note(lock_fd, note);
+		fprintf(stderr, "blkmirror: %s: stopped, left marked dirty (%s); "
+		        "its next serve resynchronizes it\n", name,
+		        bm_last_error());
+		return 0;
+	}
 	state_lock_note(lock_fd, "stopped cleanly");
 	fprintf(stderr, "blkmirror: %s: stopped cleanly\n", name);
 	return 0;

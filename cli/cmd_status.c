@@ -752,7 +752,7 @@ static double now_s(void)
  * closed, the process exited. */
 static int stop_one(const char *name, bool force, unsigned timeout)
 {
-	char **paths, reply[4096], what[64];
+	char **paths, reply[4096], what[128];
 	size_t n;
 	pid_t pid, last;
 	double deadline;
@@ -800,6 +800,10 @@ static int stop_one(const char *name, bool force, unsigned timeout)
 		printf("%s stopped cleanly\n", name);
 		return 0;
 	}
+	if (last == pid && strncmp(what, "stopped dirty: ", 15) == 0)
+		return cli_fail("%s stopped, but not cleanly: %s; its labels say "
+		                "dirty, and its next serve resynchronizes it", name,
+		                what + 15);
 	return cli_fail("%s: pid %ld exited without a clean stop; its next "
 	                "serve resynchronizes it", name, (long)pid);
 }

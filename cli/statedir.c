@@ -222,7 +222,7 @@ static void read_holder(int fd, bool held, pid_t *pid, char *what, size_t len)
 		off = 0, v = 0;
 	/* Held, but still saying how the last holder ended: the new holder
 	 * has not written its line yet. */
-	if (held && strcmp(buf + off, "stopped cleanly") == 0)
+	if (held && strncmp(buf + off, "stopped ", 8) == 0)
 		v = 0, off = (int)strlen(buf);
 	if (pid)
 		*pid = (pid_t)v;

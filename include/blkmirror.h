@@ -108,8 +108,9 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 /* Drains in-flight I/O, stops sync (keeping its checkpoint), flushes, marks
  * the components clean and frees the mirror.  Returns within io-timeout +
  * 5 s whatever the components do (what could not drain or flush stays
- * marked dirty). */
-void bm_mirror_close(bm_mirror *m);
+ * marked dirty): 0 when every label was marked clean, else -EIO with
+ * bm_last_error() saying why the mirror was left dirty. */
+int bm_mirror_close(bm_mirror *m);
 
 /* The mirror is about to be closed (a server stopping, before it waits for
  * its clients' requests): from now on no component request is waited for

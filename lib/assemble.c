@@ -769,8 +769,9 @@ void bm_mirror_begin_stop(bm_mirror *m)
 	atomic_store(&m->stopping, true);
 }
 
-void bm_mirror_close(bm_mirror *m)
+int bm_mirror_close(bm_mirror *m)
 {
+	char dirty_why[160] = "";
 	bool drained;
 
 	bm_mirror_begin_stop(m);
@@ -790,7 +791,9 @@ void bm_mirror_close(bm_mirror *m)
 		        "leaving the mirror marked dirty\n", m->name,
 		        (long)atomic_load(&m->ios_inflight));
 		bm_lease_stop(m, false);
-		return; /* the process exits; nothing is freed under them */
+		/* the process exits; nothing is freed under them */
+		return bm_error(EIO, "%ld requests did not complete",
+		                (long)atomic_load(&m->ios_inflight));
 	}
 	bm_sync_stop(m);
 	bm_recover_stop(m);
@@ -801,7 +804,7 @@ void bm_mirror_close(bm_mirror *m)
 		        "the mirror marked dirty\n", m->name);
 		bm_ev_stop(m);
 		bm_lease_stop(m, false);
-		return;
+		return bm_error(EIO, "read-ahead reads did not complete");
 	}
 	bm_ev_stop(m);
 	pthread_mutex_lock(&m->meta_lock);
@@ -813,6 +816,8 @@ void bm_mirror_close(bm_mirror *m)
 			fprintf(stderr, "blkmirror: %s: a label could not be "
 			        "marked clean; the next start resynchronizes\n",
 			        m->name);
+			snprintf(dirty_why, sizeof(dirty_why), "a label could not "
+			         "be marked clean");
 		} else {
 			/* drained and clean: the bits may go (bitmap.c) */
 			bm_bitmap_clear_locked(m);
@@ -820,6 +825,8 @@ void bm_mirror_close(bm_mirror *m)
 	} else {
 		fprintf(stderr, "blkmirror: %s: a flush failed; leaving the "
 		        "mirror marked dirty\n", m->name);
+		snprintf(dirty_why, sizeof(dirty_why), "a component's flush "
+		         "failed");
 	}
 	pthread_mutex_unlock(&m->meta_lock);
 	/* Renewed until now, so that no one takes the components over while
@@ -851,6 +858,7 @@ void bm_mirror_close(bm_mirror *m)
 	bm_event_free(m);
 	bm_bitmap_free(m);
 	free(m);
+	return dirty_why[0] ? bm_error(EIO, "%s", dirty_why) : 0;
 }
 
 uint64_t bm_mirror_size(const bm_mirror *m)
