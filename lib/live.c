@@ -993,6 +993,14 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 	if (relabel_all_locked(m) < 0) {
 		fprintf(stderr, "blkmirror: %s: a label could not be updated "
 		        "after a removal\n", m->name);
+		for (int i = 0; i < m->ncomp && used < len; i++)
+			if (m->comp[i].label_stale &&
+			    !(mask & (1u << i)))
+				used += (size_t)snprintf(report + used, len - used,
+				        "warning: the label of %s could not record "
+				        "the removal: %s\n", m->comp[i].path,
+				        strerror(m->comp[i].label_err < 0
+				                 ? -m->comp[i].label_err : EIO));
 		/* one in service whose label lacks the record cannot be
 		 * trusted with writes (as when a failure is recorded) */
 		for (int i = 0; i < m->ncomp; i++) {
@@ -1003,6 +1011,13 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 				bm_meta_label_failed_locked(m, c,
 				                            " after a removal");
 		}
+		if (departed)
+			bm_meta_check_recorded_locked(m, "the removal");
+		if (atomic_load(&m->meta_broken) && used < len)
+			used += (size_t)snprintf(report + used, len - used,
+			        "warning: no ACTIVE component's label records it: "
+			        "writes to %s are refused until a label write "
+			        "succeeds\n", m->name);
 	}
 	bm_meta_record_end(m);
 	pthread_mutex_unlock(&m->meta_lock);
@@ -1039,9 +1054,11 @@ int bm_mirror_forget_gone(bm_mirror *m, char *report, size_t len)
 		 * now they are stale. */
 		m->genid++;
 		update_degraded_locked(m);
-		if (relabel_all_locked(m) < 0)
+		if (relabel_all_locked(m) < 0) {
 			fprintf(stderr, "blkmirror: %s: a label could not be "
 			        "updated after forget\n", m->name);
+			bm_meta_check_recorded_locked(m, "the forget");
+		}
 	}
 	pthread_mutex_unlock(&m->meta_lock);
 	if (count)

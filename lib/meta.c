@@ -239,6 +239,18 @@ static bool recorded_somewhere(struct bm_mirror *m)
 	return false;
 }
 
+void bm_meta_check_recorded_locked(struct bm_mirror *m, const char *what)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	/* The survivor that stayed (the last ACTIVE one) may not have the
+	 * bump on disk: then nothing written from now on can be trusted to
+	 * win at the next assembly. */
+	if (!recorded_somewhere(m) && !atomic_load(&m->meta_broken)) {
+		atomic_store(&m->meta_broken, true);
+		bm_event_post(m, BM_SEV_CRIT, BM_EV_WRITES_REFUSED, NULL, "cannot record %s on any ACTIVE component; writes fail until a label write succeeds", what);
+	}
+}
+
 void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
                          int state, const char *why)
 {
@@ -269,13 +281,7 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 		if (bm_meta_write_label(m, s) < 0)
 			bm_meta_label_failed_locked(m, s, "");
 	}
-	/* The survivor that stayed (the last ACTIVE one) may not have the
-	 * bump on disk: then nothing written from now on can be trusted to
-	 * win at the next assembly. */
-	if (!recorded_somewhere(m) && !atomic_load(&m->meta_broken)) {
-		atomic_store(&m->meta_broken, true);
-		bm_event_post(m, BM_SEV_CRIT, BM_EV_WRITES_REFUSED, NULL, "cannot record the failure on any ACTIVE component; writes fail until a label write succeeds");
-	}
+	bm_meta_check_recorded_locked(m, "the failure");
 	bm_meta_record_end(m);
 	bm_event_redundancy(m);
 	if (c->be && state == BM_CS_DISCONNECTED)

@@ -450,6 +450,11 @@ void bm_meta_record_begin(struct bm_mirror *m);
 void bm_meta_record_end(struct bm_mirror *m);
 void bm_meta_fail_locked(struct bm_mirror *m, struct bm_component *c,
                          const char *why);
+/* Caller holds meta_lock, after a departure's genid bump was written:
+ * when no ACTIVE component's label holds it (the last one's write failed
+ * and it stayed), writes are refused (meta_broken) until a label write
+ * succeeds.  `what` is said: "the failure", "the removal". */
+void bm_meta_check_recorded_locked(struct bm_mirror *m, const char *what);
 /* The same, into `state` (BM_CS_FAILED or BM_CS_DISCONNECTED). */
 void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
                          int state, const char *why);
