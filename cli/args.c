@@ -6,6 +6,7 @@
  * slices, TCP addresses.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,8 +19,9 @@ int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
+	unsigned shift = 0;
 
-	if (!s || !*s || *s == '-')
+	if (!s || !*s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -27,15 +29,22 @@ int parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	switch (*end) {
 	case '\0': break;
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: return -EINVAL;
 	}
-	if (*end)
+	/* a value that does not fit is out of every range, not wrapped */
+	if (*end || v > (ULLONG_MAX >> shift))
 		return -EINVAL;
-	*out = v;
+	*out = v << shift;
 	return 0;
+}
+
+int parse_count(const char *s, uint64_t *out)
+{
+	return s && *s >= '0' && *s <= '9' && !strpbrk(s, "kKmMgG")
+	       ? parse_size(s, out) : -EINVAL;
 }
 
 int parse_balance_arg(const char *s, int *out)
@@ -162,7 +171,7 @@ int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
 
 int parse_io_timeout_arg(const char *s, uint64_t *out)
 {
-	if (parse_size(s, out) < 0 || *out > 3600)
+	if (parse_count(s, out) < 0 || *out > 3600)
 		return cli_usage("--io-timeout '%s' is not a number of seconds "
 		                 "from 0 (never) to 3600", s);
 	return 0;

@@ -142,7 +142,7 @@ int parse_priority_arg(const char *s, int *out)
 {
 	uint64_t v;
 
-	if (parse_size(s, &v) < 0 || strpbrk(s, "kKmMgG") || v > 255)
+	if (parse_count(s, &v) < 0 || v > 255)
 		return cli_usage("priority '%s' is not a number from 0 to 255", s);
 	*out = (int)v;
 	return 0;

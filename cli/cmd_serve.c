@@ -323,14 +323,14 @@ int cmd_serve(int argc, char **argv)
 			io_timeout_set = true;
 			break;
 		case 'E':
-			if (parse_size(optarg, &read_errors) < 0 ||
+			if (parse_count(optarg, &read_errors) < 0 ||
 			    read_errors > 1000000)
 				return cli_usage("--read-errors '%s' is not a count "
 				                 "from 0 to 1000000", optarg);
 			read_errors_set = true;
 			break;
 		case 'C':
-			if (parse_size(optarg, &max_conns) < 0 || max_conns < 1 ||
+			if (parse_count(optarg, &max_conns) < 0 || max_conns < 1 ||
 			    max_conns > 100000)
 				return cli_usage("--max-connections '%s' is not a "
 				                 "count from 1 to 100000", optarg);

@@ -219,13 +219,13 @@ static int parse_interval(const char *s, double *out)
 	char *end;
 	double v = strtod(s, &end);
 
-	if (end == s || v <= 0)
+	if (end == s || !(v > 0)) /* (NaN fails every comparison) */
 		return -EINVAL;
 	if (strcmp(end, "ms") == 0)
 		v /= 1000;
 	else if (*end && strcmp(end, "s") != 0)
 		return -EINVAL;
-	if (v < 0.01 || v > 3600)
+	if (!(v >= 0.01 && v <= 3600))
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -42,6 +42,18 @@ expect_error "no mirror named 'nope'"      bm serve nope --socket "$T/s"
 expect_usage "HOST:PORT"                   bm serve m0 --tcp 12a45
 expect_usage "HOST:PORT"                   bm serve m0 --tcp localhost:
 expect_usage "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead lots
+# numbers past 2^64 with a unit are refused, not wrapped to 0 (off);
+# seconds and counts take no unit
+expect_usage "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead 17179869184G
+expect_usage "io-timeout .* not a number of seconds" bm serve m0 --socket "$T/s" --io-timeout 18014398509481984K
+expect_usage "io-timeout .* not a number of seconds" bm serve m0 --socket "$T/s" --io-timeout 3K
+expect_usage "io-timeout .* not a number of seconds" bm configure --io-timeout 3K m0
+expect_usage "read-errors .* not a count"  bm serve m0 --socket "$T/s" --read-errors 18014398509481984K
+expect_usage "max-connections .* not a count" bm serve m0 --socket "$T/s" --max-connections 1K
+expect_usage "sync-max .* not a rate"      bm configure --sync-max 17179869184G m0
+expect_usage "bitmap|region"               bm label -r 17179869184G m1 "$T/c"
+expect_usage "interval 'nan' is not a time" bm stat -I nan m0
+expect_usage "interval 'inf' is not a time" bm stat -I inf m0
 expect_error "too long"                    bm serve m0 --socket "$T/$(printf 'x%.0s' $(seq 1 120))"
 expect_error "has no blkmirror label"      bm dump "$T/c"
 expect_error "no such file"                bm dump "$T/missing"
