@@ -102,6 +102,30 @@ static int find_path(struct bm_mirror *m, const char *path)
 	return -1;
 }
 
+/* (mirror.h) */
+int bm_find_component(struct bm_mirror *m, const char *path)
+{
+	struct stat a, b;
+
+	for (int i = 0; i < m->ncomp; i++)
+		if (bm_comp_present(&m->comp[i]) &&
+		    strcmp(m->comp[i].path, path) == 0)
+			return i;
+	if (strstr(path, "://") || stat(path, &a) < 0)
+		goto none;
+	for (int i = 0; i < m->ncomp; i++) {
+		if (!bm_comp_present(&m->comp[i]) ||
+		    strstr(m->comp[i].path, "://") ||
+		    stat(m->comp[i].path, &b) < 0)
+			continue;
+		if (S_ISBLK(a.st_mode) ? S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev
+		                       : a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return i;
+	}
+none:
+	return bm_error(ENOENT, "%s is not a component of %s", path, m->name);
+}
+
 static int present_count(struct bm_mirror *m)
 {
 	int n = 0;
@@ -941,10 +965,9 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 		report[0] = '\0';
 	pthread_mutex_lock(&m->live_lock);
 	for (size_t k = 0; k < n; k++) {
-		int i = find_path(m, paths[k]);
+		int i = bm_find_component(m, paths[k]); /* (any spelling) */
 		if (i < 0) {
-			err = bm_error(ENOENT, "%s is not a component of %s",
-			               paths[k], m->name);
+			err = i;
 			goto out;
 		}
 		mask |= 1u << i;

@@ -436,6 +436,11 @@ int bm_flush_probe_timeout(struct bm_mirror *m, struct bm_backend *be);
  * after it, and the one that runs has ended when it returns. */
 void bm_live_wait_closing(struct bm_mirror *m);
 
+/* live.c: the present component named by path: the same string, or the
+ * same file or device (another spelling of its path: a link, a relative
+ * path).  Index, or -ENOENT with bm_last_error() saying so. */
+int bm_find_component(struct bm_mirror *m, const char *path);
+
 /* meta.c */
 int bm_label_store(struct bm_backend *be, const struct bm_label *l,
                    long timeout_ms, const struct bm_patience *p);

@@ -44,31 +44,6 @@
 #include "deadline.h"
 #include "mirror.h"
 
-/* The component named by path: the same string, or the same file or
- * device (another spelling of its path).  Index or -ENOENT. */
-static int find_component(struct bm_mirror *m, const char *path)
-{
-	struct stat a, b;
-
-	for (int i = 0; i < m->ncomp; i++)
-		if (bm_comp_present(&m->comp[i]) &&
-		    strcmp(m->comp[i].path, path) == 0)
-			return i;
-	if (strstr(path, "://") || stat(path, &a) < 0)
-		goto none;
-	for (int i = 0; i < m->ncomp; i++) {
-		if (!bm_comp_present(&m->comp[i]) ||
-		    strstr(m->comp[i].path, "://") ||
-		    stat(m->comp[i].path, &b) < 0)
-			continue;
-		if (S_ISBLK(a.st_mode) ? S_ISBLK(b.st_mode) && a.st_rdev == b.st_rdev
-		                       : a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-			return i;
-	}
-none:
-	return bm_error(ENOENT, "%s is not a component of %s", path, m->name);
-}
-
 static int count_state(struct bm_mirror *m, int state)
 {
 	int n = 0;
@@ -113,7 +88,7 @@ static int record_departure_locked(struct bm_mirror *m, struct bm_component *c)
 
 static int deactivate_serialized(bm_mirror *m, const char *path)
 {
-	int i = find_component(m, path), err = 0;
+	int i = bm_find_component(m, path), err = 0;
 
 	if (i < 0)
 		return i;
@@ -307,7 +282,7 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 
 static int activate_serialized(bm_mirror *m, const char *path)
 {
-	int i = find_component(m, path), err;
+	int i = bm_find_component(m, path), err;
 
 	if (i < 0)
 		return i;
@@ -392,7 +367,7 @@ static int rebuild_failed(struct bm_mirror *m, struct bm_component *c)
 
 static int rebuild_serialized(bm_mirror *m, const char *path)
 {
-	int i = find_component(m, path), err = 0;
+	int i = bm_find_component(m, path), err = 0;
 
 	if (i < 0)
 		return i;
@@ -460,7 +435,7 @@ static int rebuild_serialized(bm_mirror *m, const char *path)
 static int set_priority_serialized(bm_mirror *m, const char *path,
                                    uint32_t priority)
 {
-	int i = find_component(m, path), err = 0;
+	int i = bm_find_component(m, path), err = 0;
 
 	if (i < 0)
 		return i;
