@@ -73,10 +73,6 @@ int knbd_attach(const char *name, const char *socket, const char *want,
 int knbd_connected(const char *dev);
 int knbd_detach(const char *dev, char *err, size_t len);
 
-/* Who uses the block device dev: 0 when nobody (besides us); else 1 with
- * one line in what: where it is mounted, which device sits on it, or
- * which process holds it open. */
-int blockdev_in_use(const char *dev, char *what, size_t len);
 
 /* Runs argv (PATH searched) with stdin and stdout on /dev/null, stderr
  * captured; waits timeout_s at most (then kills it).  Its exit status,

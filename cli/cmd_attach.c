@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "attach.h"
+#include "blockdev_use.h"
 #include "cli.h"
 #include "statedir.h"
 
@@ -437,7 +438,7 @@ static int detach_one(const char *arg)
 	live = record_live(&a);
 	ferr[0] = '\0';
 	if (live) {
-		if (blockdev_in_use(a.device, what, sizeof(what))) {
+		if (bm_blockdev_in_use(a.device, what, sizeof(what))) {
 			rc = cli_fail("%s (%s) is %s", a.device, name, what);
 			goto out;
 		}

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../blockdev_use.h"
 #include "../error.h"
 #include "../sendbatch.h"
 
@@ -675,7 +676,22 @@ int bm_file_backend_open(const char *path, bool exclusive,
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	/* A block device is claimed, as mkfs and mdadm do (O_EXCL without
+	 * O_CREAT: Linux claims a block device and ignores it for a file):
+	 * the kernel then refuses one that is mounted, held by md, dm or
+	 * swap or by another program's exclusive opening, and a partition of
+	 * a disk claimed (or the disk of a partition claimed), which no lock
+	 * of ours could see. */
+	fd = open(path, O_RDWR | O_CLOEXEC | (exclusive ? O_EXCL : 0));
+	if (fd < 0 && errno == EBUSY && exclusive) {
+		char who[512];
+		if (bm_blockdev_in_use(path, who, sizeof(who)))
+			return bm_error(EBUSY, "%s: the device is %s", path, who);
+		return bm_error(EBUSY, "%s: the device is in use (opened "
+		                "exclusively by another program, or a partition "
+		                "of a disk in use, or the disk of a partition in "
+		                "use); free it first", path);
+	}
 	if (fd < 0) {
 		err = errno;
 		if (err == ENOENT)

@@ -1,6 +1,7 @@
 /*
  * Who uses a block device, for detach (which must never pull a device
- * from under a file system or a program): a mount (/proc/self/mountinfo,
+ * from under a file system or a program) and for a component the kernel
+ * would not let us claim (file.c): a mount (/proc/self/mountinfo,
  * by device number, so any path to the device counts), a device stacked
  * on it (sysfs holders: device mapper, md), swap, or a process that has it
  * open (/proc/PID/fd).  The first found is named in one line.
@@ -14,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "attach.h"
+#include "blockdev_use.h"
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape(char *s)
@@ -146,7 +147,7 @@ static long opener(dev_t rdev)
 	return found;
 }
 
-int blockdev_in_use(const char *dev, char *what, size_t len)
+int bm_blockdev_in_use(const char *dev, char *what, size_t len)
 {
 	char buf[4096];
 	struct stat st;
