@@ -174,6 +174,7 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 	struct bm_backend *be[BM_MAX_COMPONENTS] = {0};
 	uint64_t data_size = UINT64_MAX, mirror_id = bm_random_id();
 	struct bm_label l;
+	uint8_t **saved = NULL;
 	int err = 0;
 
 	if (!bm_name_valid(name))
@@ -231,6 +232,26 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		               "other)", paths[dup_a], paths[dup_b]);
 	if (err < 0)
 		goto out;
+	/* What each component holds where the metadata goes, put back if
+	 * one of them cannot be labelled: a refused label changes nothing. */
+	saved = calloc(n, sizeof(*saved));
+	for (size_t i = 0; saved && i < n && err == 0; i++) {
+		if (posix_memalign((void **)&saved[i], 4096, BM_META_SIZE)) {
+			saved[i] = NULL;
+			break;
+		}
+		err = be[i]->ops->pread_sync(be[i], saved[i], BM_META_SIZE,
+		                             bm_data_area(be[i]->size));
+		if (err < 0)
+			err = bm_error(err, "%s: cannot read its last MiB (where the "
+			               "label goes): %s", paths[i], strerror(-err));
+	}
+	if (err < 0)
+		goto out;
+	if (!saved || !saved[n - 1]) {
+		err = bm_error(ENOMEM, "out of memory");
+		goto out;
+	}
 	uint64_t ids[BM_MAX_COMPONENTS] = {0};
 	for (size_t i = 0; i < n; i++)
 		ids[i] = bm_random_id();
@@ -266,16 +287,25 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		if (err < 0) {
 			err = bm_error(err, "%s: cannot write the label: %s", paths[i],
 			               strerror(-err));
-			/* Undo the labels already written. */
-			uint8_t *zero = calloc(1, BM_LABEL_SIZE);
-			for (size_t k = 0; zero && k < i; k++)
-				be[k]->ops->pwrite_sync(be[k], zero, BM_LABEL_SIZE,
-				                        bm_label_offset(be[k]->size));
-			free(zero);
+			/* Undo: every component written so far (this one's bitmap
+			 * too) gets back what it held. */
+			for (size_t k = 0; k <= i; k++) {
+				int r = be[k]->ops->pwrite_sync(be[k], saved[k],
+				        BM_META_SIZE, bm_data_area(be[k]->size));
+				if (r == 0)
+					r = be[k]->ops->flush_sync(be[k]);
+				if (r < 0)
+					fprintf(stderr, "blkmirror: %s: cannot put back what "
+					        "its last MiB held: %s\n", paths[k],
+					        strerror(-r));
+			}
 			goto out;
 		}
 	}
 out:
+	for (size_t i = 0; saved && i < n; i++)
+		free(saved[i]);
+	free(saved);
 	close_all(be, n);
 	return err;
 }

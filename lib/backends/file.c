@@ -709,6 +709,13 @@ int bm_file_backend_open(const char *path, bool exclusive,
 		                "component must be a regular file, a block device "
 		                "or an NBD URI", path);
 	}
+	int ro = 0;
+	if (exclusive && S_ISBLK(st.st_mode) && ioctl(fd, BLKROGET, &ro) == 0 &&
+	    ro) {
+		close(fd);
+		return bm_error(EROFS, "%s: the device is read-only; a component "
+		                "must be writable", path);
+	}
 	if (exclusive && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		err = errno;
 		close(fd);
