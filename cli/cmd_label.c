@@ -136,18 +136,57 @@ out:
 	return rc;
 }
 
+/* 1 (said) when clearing p would let an older copy become its mirror's
+ * data: the other components its mirror lists are read (their labels). */
+static int clear_loses_data(const char *p)
+{
+	char name[BM_NAME_MAX + 1], **paths;
+	const char *others[BM_MAX_COMPONENTS];
+	size_t n, k = 0;
+	int r;
+
+	if (bm_label_probe(p, name, sizeof(name)) < 0)
+		return 0; /* no label: bm_label_clear says so */
+	if (state_read_components(name, &paths, &n) < 0)
+		n = 0, paths = NULL;
+	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++) {
+		char *c = canonical(paths[i]);
+		if (c && strcmp(c, p) != 0)
+			others[k++] = paths[i];
+		free(c);
+	}
+	r = bm_label_clear_loses_data(p, others, k);
+	state_free(paths, n);
+	if (r > 0)
+		cli_fail("%s; 'blkmirror clear -f %s' clears it anyway",
+		         bm_last_error(), p);
+	return r > 0;
+}
+
 int cmd_clear(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{NULL, 0, NULL, 0},
+	};
 	int opt, rc = 0, status;
+	bool force = false;
 
 	optind = 0;
-	while ((opt = cli_getopt(argc, argv, "clear", "", NULL, &status)) != -1)
-		return status;
+	while ((opt = cli_getopt(argc, argv, "clear", "f", longopts,
+	                         &status)) != -1) {
+		if (opt == 'f')
+			force = true;
+		else
+			return status;
+	}
 	if (argc - optind < 1)
 		return cli_usage_of("clear");
 	for (int i = optind; i < argc; i++) {
 		char *p = canonical(argv[i]);
-		if (bm_label_clear(p) < 0) {
+		if (!force && clear_loses_data(p)) {
+			rc = 1;
+		} else if (bm_label_clear(p) < 0) {
 			rc = cli_fail("%s", bm_last_error());
 		} else {
 			state_forget_component(p);

@@ -29,7 +29,7 @@ static const struct verb {
 	{"status", cmd_status, "status [--json] [NAME...]"},
 	{"list", cmd_list, "list [NAME...]"},
 	{"dump", cmd_dump, "dump COMPONENT..."},
-	{"clear", cmd_clear, "clear COMPONENT..."},
+	{"clear", cmd_clear, "clear [-f] COMPONENT..."},
 	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] [--sync-min RATE] [--sync-max RATE] NAME | -p PRIORITY NAME COMPONENT"},
 	{"stop", cmd_stop, "stop [-f] [--timeout SECONDS] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},

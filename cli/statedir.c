@@ -169,10 +169,28 @@ int state_component_labeled(const char *path, const char *name)
 	       strcmp(lname, name) == 0;
 }
 
+/* Whether path may still carry mirror name's label: it does, or it could
+ * not be read (an NBD server down may come back with it); a file that is
+ * gone, or one read without that label, does not. */
+static bool maybe_labeled(const char *path, const char *name)
+{
+	char lname[BM_NAME_MAX + 1];
+	struct stat st;
+	bool opened;
+	int r = bm_label_probe_opened(path, lname, sizeof(lname), &opened);
+
+	if (r == 0)
+		return strcmp(lname, name) == 0;
+	if (opened || (!strstr(path, "://") && stat(path, &st) < 0))
+		return false; /* read without a label, or a file gone */
+	return true;
+}
+
 /* After `clear PATH`: a mirror listing PATH keeps it listed (seen as
- * missing) while another listed component still carries its label, and is
- * forgotten when none does.  A running mirror is left alone (its component
- * was in use, so clear did not get here for files). */
+ * missing) while another listed component still carries its label, or
+ * could not be read to tell, and is forgotten when none does.  A running
+ * mirror is left alone (its component was in use, so clear did not get
+ * here for files). */
 int state_forget_component(const char *path)
 {
 	char **names;
@@ -192,7 +210,7 @@ int state_forget_component(const char *path)
 				listed = true;
 		for (size_t k = 0; listed && !labeled && k < np; k++)
 			if (strcmp(paths[k], path) != 0 &&
-			    state_component_labeled(paths[k], names[i]))
+			    maybe_labeled(paths[k], names[i]))
 				labeled = true;
 		state_free(paths, np);
 		if (listed && !labeled &&

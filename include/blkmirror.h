@@ -72,6 +72,10 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 /* Reads the mirror name from a component's label into name (at least
  * BM_NAME_MAX + 1 bytes).  -ENOENT when it has no label. */
 int bm_label_probe(const char *path, char *name, size_t len);
+/* The same; *opened says whether the component could be opened at all
+ * (false: the error is about reaching it, not about its label). */
+int bm_label_probe_opened(const char *path, char *name, size_t len,
+                          bool *opened);
 
 /* One-word state of a component from its label alone, for a mirror that is
  * not running: "clean", "dirty", "synchronizing 45%", or an error. */
@@ -79,6 +83,15 @@ int bm_label_state(const char *path, const char *name, char *buf, size_t len);
 
 /* Zeroes the label of one component.  Returns -ENOENT if it had none. */
 int bm_label_clear(const char *path);
+/* Whether clearing path's label loses data: `others` are the other
+ * components its mirror lists.  0 when it does not (another component in
+ * sync with it keeps the data, or none of the mirror's is left labelled);
+ * 1 with a one-line reason in bm_last_error() when the next start would
+ * take an older copy as the mirror's (path holds the only newest one, or
+ * the labels disagree), or when another one cannot be read to tell;
+ * -errno when path's own label cannot be read. */
+int bm_label_clear_loses_data(const char *path, const char *const *others,
+                              size_t n);
 
 /* Writes a human-readable dump of the component's label to buf. */
 int bm_label_dump(const char *path, char *buf, size_t len);

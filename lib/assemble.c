@@ -351,12 +351,110 @@ out:
 	return err;
 }
 
-/* Opens a component just to read its label. */
-static int label_of(const char *path, struct bm_label *l)
+/* bm_error, then 1: a reason, not a failure. */
+#define bm_error_1(...) (bm_error(__VA_ARGS__), 1)
+
+/* What clearing entry 0 of in[0..n) leaves: 1 (with the reason) when an
+ * older copy would become the mirror's (assembly_decide.c's rules). */
+static int clear_leaves_older(const char *name, struct bm_asm_input *in,
+                              int n, const char *unreadable)
+{
+	struct bm_asm_out all, rest;
+	int r = bm_assembly_decide(name, in, n, -1, &all);
+
+	if (r == BM_ASM_SPLIT_BRAIN)
+		return bm_error_1(EEXIST, "%s and %s of mirror '%s' took writes "
+		                "without each other; clearing one makes the "
+		                "other's data the mirror's", in[all.split[0]].path,
+		                in[all.split[1]].path, name);
+	if (r != BM_ASM_OK || all.source != 0)
+		return 0; /* the newest data is not (only) here */
+	for (int i = 1; i < n; i++)
+		if (all.comp[i].role == BM_ROLE_ACTIVE ||
+		    all.comp[i].role == BM_ROLE_INACTIVE)
+			return 0; /* another copy in sync with it keeps it */
+	if (unreadable)
+		return bm_error_1(EAGAIN, "%s may be the only up-to-date copy of "
+		                "mirror '%s': the label of %s cannot be read to "
+		                "tell", in[0].path, name, unreadable);
+	in[0].present = false;
+	r = bm_assembly_decide(name, in, n, -1, &rest);
+	in[0].present = true;
+	if (r != BM_ASM_OK)
+		return 0; /* none left labelled (the mirror is dissolved), or the
+		           * next start refuses: nothing older is taken silently */
+	for (int i = 1; i < n; i++)
+		if (in[i].present && i == rest.source)
+			return bm_error_1(EEXIST, "%s is the only up-to-date copy of "
+			                "mirror '%s' (generation %" PRIu64 "; %s has "
+			                "%" PRIu64 "%s): cleared, the next start "
+			                "takes the older data", in[0].path, name,
+			                in[0].label.genid, in[i].path,
+			                in[i].label.genid,
+			                (in[i].label.component_flags &
+			                 BM_CF_SYNCHRONIZING) ? ", half copied" : "");
+	return 0;
+}
+
+int bm_label_clear_loses_data(const char *path, const char *const *others,
+                              size_t n)
+{
+	struct bm_asm_input *in = calloc(BM_MAX_COMPONENTS, sizeof(*in));
+	const char *unreadable = NULL;
+	struct bm_backend *be;
+	int k = 1, r;
+
+	if (!in)
+		return bm_error(ENOMEM, "out of memory");
+	r = bm_backend_open(path, false, &be);
+	if (r == 0) {
+		r = bm_label_read_be(be, &in[0].label);
+		in[0].data_area = bm_data_area(be->size);
+		be->ops->close(be);
+	}
+	if (r < 0) {
+		free(in);
+		return r;
+	}
+	in[0].path = path;
+	in[0].present = true;
+	in[0].same_disk_as = -1;
+	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++) {
+		struct stat st;
+		in[k].path = others[i];
+		in[k].same_disk_as = -1;
+		if (bm_backend_open(others[i], false, &be) < 0) {
+			/* a file that is gone holds no label; anything else
+			 * (an NBD server down) may come back with one */
+			if (!unreadable && (strstr(others[i], "://") ||
+			                    stat(others[i], &st) == 0))
+				unreadable = others[i];
+			k++;
+			continue;
+		}
+		if (bm_label_read_be(be, &in[k].label) == 0 &&
+		    in[k].label.mirror_id == in[0].label.mirror_id) {
+			in[k].present = true;
+			in[k].data_area = bm_data_area(be->size);
+		}
+		be->ops->close(be);
+		k++;
+	}
+	r = clear_leaves_older(in[0].label.name, in, k, unreadable);
+	free(in);
+	return r;
+}
+
+/* Opens a component just to read its label (*opened: whether it could be
+ * opened; NULL: not wanted). */
+static int label_of_opened(const char *path, struct bm_label *l,
+                           bool *opened)
 {
 	struct bm_backend *be;
 	int err = bm_backend_open(path, false, &be);
 
+	if (opened)
+		*opened = err == 0;
 	if (err < 0)
 		return err;
 	err = bm_label_read_be(be, l);
@@ -364,14 +462,25 @@ static int label_of(const char *path, struct bm_label *l)
 	return err;
 }
 
-int bm_label_probe(const char *path, char *name, size_t len)
+static int label_of(const char *path, struct bm_label *l)
+{
+	return label_of_opened(path, l, NULL);
+}
+
+int bm_label_probe_opened(const char *path, char *name, size_t len,
+                          bool *opened)
 {
 	struct bm_label l;
-	int err = label_of(path, &l);
+	int err = label_of_opened(path, &l, opened);
 
 	if (err == 0)
 		snprintf(name, len, "%s", l.name);
 	return err;
+}
+
+int bm_label_probe(const char *path, char *name, size_t len)
+{
+	return bm_label_probe_opened(path, name, len, NULL);
 }
 
 int bm_label_state(const char *path, const char *name, char *buf, size_t len)
