@@ -38,6 +38,7 @@
 
 #include "cli.h"
 #include "live.h"
+#include "probe.h"
 #include "progress.h"
 #include "statedir.h"
 
@@ -419,22 +420,47 @@ out:
 }
 
 /* Whether two component arguments name the same disk: the same path, or
- * the same file or device under two names (hard or symbolic links). */
+ * the same file or device under two names (hard or symbolic links, a loop
+ * device and its backing file, two loop devices over one file). */
 static bool same_disk(const char *a, const char *b)
 {
 	struct stat sa, sb;
 	char *ca = canonical_path(a), *cb = canonical_path(b);
 	bool same = ca && cb && strcmp(ca, cb) == 0;
+	const char *pair[2] = {a, b};
+	size_t x, y;
 
 	free(ca);
 	free(cb);
-	if (same)
+	if (same || bm_probe_same_identity(pair, 2, &x, &y))
 		return true;
 	if (stat(a, &sa) < 0 || stat(b, &sb) < 0)
 		return false;
 	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
 		return sa.st_rdev == sb.st_rdev;
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* After one of several inserts failed: the ones inserted before it go. */
+static void undo_inserts(const char *name, char **paths, int n)
+{
+	size_t len = 32;
+	for (int i = 0; i < n; i++)
+		len += strlen(paths[i]) + 1;
+	char *cmd = malloc(len);
+	if (!cmd)
+		return;
+	size_t used = (size_t)sprintf(cmd, "live remove ");
+	for (int i = 0; i < n; i++)
+		used += (size_t)sprintf(cmd + used, "%s%s", i ? "\t" : "",
+		                        paths[i]);
+	fprintf(stderr, "blkmirror: insert: removing again what this command "
+	        "inserted before the failure\n");
+	fflush(stdout);
+	if (live_run_job(name, cmd) != 0)
+		fprintf(stderr, "blkmirror: insert: %s could not be removed "
+		        "again; 'blkmirror remove %s ...'\n", paths[0], name);
+	free(cmd);
 }
 
 int cmd_insert(int argc, char **argv)
@@ -488,6 +514,12 @@ int cmd_insert(int argc, char **argv)
 				rc = cli_fail("insert: %s and %s are the same disk; "
 				              "nothing inserted",
 				              argv[optind + 1 + k], argv[optind + 1 + i]);
+	/* What the server alone can tell (two URIs of one export: a block
+	 * written through one and read through the other) shows when the
+	 * second is inserted: the ones this command inserted before it are
+	 * removed again (new, they hold nothing the mirror needs). */
+	char *done[BM_MAX_COMPONENTS];
+	int ndone = 0;
 	for (int pass = n > 1 ? 0 : 1; pass < 2 && rc == 0; pass++)
 		for (int i = optind + 1; i < argc && rc == 0; i++) {
 			char *p = canonical_path(argv[i]);
@@ -503,12 +535,21 @@ int cmd_insert(int argc, char **argv)
 			        inactive || force || pass == 0 ? "" : "-", p);
 			rc = live_run_job(name, cmd);
 			free(cmd);
+			fflush(stdout); /* (its report before a later error) */
+			if (rc == 0 && pass == 1 && ndone < BM_MAX_COMPONENTS) {
+				done[ndone++] = p;
+				p = NULL;
+			} else if (rc != 0 && pass == 1 && ndone > 0) {
+				undo_inserts(name, done, ndone);
+			}
 			if (rc == 0 && wait && pass == 1) {
 				fflush(stdout);
-				rc = wait_synchronized(name, p);
+				rc = wait_synchronized(name, done[ndone - 1]);
 			}
 			free(p);
 		}
+	for (int i = 0; i < ndone; i++)
+		free(done[i]);
 	return rc;
 }
 
