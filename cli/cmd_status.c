@@ -852,8 +852,13 @@ int cmd_stop(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage("%s", stop_usage);
-	for (int i = optind; i < argc; i++)
-		rc |= stop_one(argv[i], force, (unsigned)timeout);
+	for (int i = optind; i < argc; i++) {
+		bool again = false; /* a name given twice is stopped once */
+		for (int k = optind; k < i; k++)
+			again |= strcmp(argv[k], argv[i]) == 0;
+		if (!again)
+			rc |= stop_one(argv[i], force, (unsigned)timeout);
+	}
 	return rc;
 }
 

@@ -16,3 +16,10 @@ serve m0
 bm status m0 | has COMPLETE || fail "not COMPLETE after clean restart"
 grep -q "synchronizing" "$T/m0.log" && fail "a clean restart resynchronized"
 stop m0
+# a name given twice is stopped once (before: stopped, then "not running",
+# exit 1)
+serve m0
+pid=$(server_pid m0)
+out=$(bm stop m0 m0 2>&1) || fail "stop m0 m0: $out"
+[ "$out" = "m0 stopped cleanly" ] || fail "stop m0 m0 said: $out"
+wait "$pid" || true
