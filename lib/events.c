@@ -296,6 +296,16 @@ static void health(struct bm_mirror *m)
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);
+		/* the last ACTIVE one stays: an NBD connection that is gone
+		 * is opened again in place (recover.c reconnect_in_place) */
+		if (atomic_load(&c->state) == BM_CS_ACTIVE &&
+		    bm_error_is_gone(err) && strstr(c->path, "://") &&
+		    !atomic_exchange(&c->link_dead, true)) {
+			fprintf(stderr, "blkmirror: %s: %s: %s, and it is the last "
+			        "ACTIVE component: connecting again when its "
+			        "server answers\n", m->name, c->path, why);
+			bm_recover_kick(m);
+		}
 	}
 }
 

@@ -264,6 +264,7 @@ void bm_meta_drop_locked(struct bm_mirror *m, struct bm_component *c,
 	bm_meta_record_begin(m);
 	atomic_store(&c->state, state);
 	atomic_store(&c->refused, false); /* (not looked at again yet) */
+	atomic_store(&c->link_dead, false); /* (reconnected the usual way) */
 	assert(active_count(m) >= 1 ||
 	       state != BM_CS_FAILED || !"the last ACTIVE component failed");
 	bm_set_why(m, c, "%s", why);

@@ -190,6 +190,12 @@ struct bm_component {
 	                                   failed: it may not hold the genid */
 	int label_err;                  /* meta_lock: that write's error */
 	bool hang_warned;               /* events.c: said it hangs, once */
+	atomic_bool link_dead;          /* the last ACTIVE one's NBD connection
+	                                   is gone (events.c health): it is
+	                                   opened again in place (recover.c
+	                                   reconnect_in_place) */
+	atomic_bool swapping;           /* its backend is being swapped in
+	                                   place: bm_comp_get refuses it */
 	bool stop_aborted;              /* events.c: the last ACTIVE one's
 	                                   I/O aborted at the stop, once */
 	bool rejoin;                    /* ABSENT because it could not be
@@ -233,7 +239,8 @@ static inline struct bm_backend *bm_comp_get(struct bm_component *c)
 {
 	atomic_fetch_add(&c->users, 1);
 	int s = atomic_load(&c->state);
-	if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
+	if ((s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) ||
+	    atomic_load(&c->swapping)) {
 		atomic_fetch_sub(&c->users, 1);
 		return NULL;
 	}
@@ -518,7 +525,11 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c);
  * (refused: smaller, another or no label, a larger minimum block size) or
  * another -errno (still away), with bm_last_error(). */
 int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
-                           struct bm_backend *be);
+                           struct bm_backend *be, struct bm_label *seen);
+/* rebuild.c: the lease block of be still holds this server's lease (no
+ * other server took c meanwhile): 0, or -errno with bm_last_error(). */
+int bm_lease_is_ours(struct bm_mirror *m, struct bm_component *c,
+                     struct bm_backend *be);
 
 /* balance.c: picks a readable component not in `exclude`, or -1. */
 int bm_balance_pick(struct bm_mirror *m, uint64_t off, uint32_t len,

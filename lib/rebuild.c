@@ -159,10 +159,10 @@ static int wait_idle(struct bm_component *c, int ms)
 	}
 }
 
-/* The lease block of be still holds this server's lease (the pid and host
- * it writes, lease.c): no other server took the component meanwhile. */
-static int lease_is_ours(struct bm_mirror *m, struct bm_component *c,
-                         struct bm_backend *be)
+/* (mirror.h) The lease block holds the pid and host this server writes
+ * (lease.c). */
+int bm_lease_is_ours(struct bm_mirror *m, struct bm_component *c,
+                     struct bm_backend *be)
 {
 	char host[BM_LEASE_HOST_MAX + 1];
 	struct bm_lease l;
@@ -241,7 +241,7 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "%s: its connection is gone and it cannot "
 		                "be opened again: %s", c->path, bm_last_error());
-	err = bm_recover_check_label(m, c, nb); /* (as a reconnect's) */
+	err = bm_recover_check_label(m, c, nb, NULL); /* (as a reconnect's) */
 	if (err < 0) {
 		char why[200];
 		snprintf(why, sizeof(why), "%s", bm_last_error());
@@ -312,11 +312,11 @@ static int activate_serialized(bm_mirror *m, const char *path)
 			                "not let go yet; try again", c->path);
 		usleep(10000);
 	}
-	err = lease_is_ours(m, c, c->be);
+	err = bm_lease_is_ours(m, c, c->be);
 	if (err < 0 && bm_error_is_gone(err)) {
 		err = reopen_inactive(m, c);
 		if (err == 0)
-			err = lease_is_ours(m, c, c->be);
+			err = bm_lease_is_ours(m, c, c->be);
 	}
 	if (err < 0)
 		return err;
@@ -344,7 +344,7 @@ static int rebuild_failed(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "cannot open %s: %s", c->path,
 		                bm_last_error());
-	err = look->size >= BM_MIN_COMPONENT_SIZE ? lease_is_ours(m, c, look)
+	err = look->size >= BM_MIN_COMPONENT_SIZE ? bm_lease_is_ours(m, c, look)
 	                                          : bm_error(ENOSPC, "%s is "
 	                                            "too small now", c->path);
 	look->ops->close(look);

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "deadline.h"
 #include "error.h"
@@ -237,7 +238,7 @@ static bool repair_one(struct bm_mirror *m, const struct bm_repair *rp)
  * small, a larger minimum block size than clients were told), tried again
  * slowly; other errors: still away. */
 int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
-                       struct bm_backend *be)
+                       struct bm_backend *be, struct bm_label *seen)
 {
 	struct bm_label l;
 	int err;
@@ -263,6 +264,8 @@ int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
 	    l.component_id != c->label.component_id)
 		return bm_error(EEXIST, "it came back with another label "
 		                "(mirror '%s')", l.name);
+	if (seen)
+		*seen = l;
 	return bm_flush_probe_timeout(m, be);
 }
 
@@ -306,7 +309,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		old->ops->close(old);
 	err = bm_backend_open(c->path, true, &be);
 	if (err == 0)
-		err = bm_recover_check_label(m, c, be);
+		err = bm_recover_check_label(m, c, be, NULL);
 	if (err < 0) {
 		/* it answers but is not taken (refused: EEXIST; or its label
 		 * or a flush did not end): status says why, while away;
@@ -373,6 +376,92 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
 	return reconnect(m, c, BM_CS_FAILED);
 }
 
+/*
+ * The last ACTIVE component whose NBD connection died (its server was
+ * restarted, say): a mirror never takes its last ACTIVE component out of
+ * service, so it cannot come back through DISCONNECTED, and before this
+ * every request failed until the mirror was restarted.  It is opened again
+ * in place once its server answers with exactly the label this server
+ * last wrote there (same generation and sequence: the same history, not
+ * an older copy put back) and with this server's lease; the new
+ * connection replaces the dead one while bm_comp_get refuses it
+ * (swapping), so no caller holds the old one when it is closed.  Requests
+ * made while the connection was dead failed (the clients got errors, as
+ * on a lone disk); none was acknowledged.  NBD only: a file or device
+ * keeps its claim (flock, O_EXCL) until the old descriptor is closed.
+ */
+static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_backend *nb = NULL, *old;
+	struct bm_label seen;
+	int err;
+
+	if (c->be && atomic_load(&c->be->detached) > 0)
+		return -EBUSY; /* a write given up may still land: not yet */
+	err = bm_backend_open(c->path, true, &nb);
+	if (err == 0)
+		err = bm_recover_check_label(m, c, nb, &seen);
+	if (err == 0) {
+		pthread_mutex_lock(&m->meta_lock);
+		if (c->label_stale || seen.genid != c->label.genid ||
+		    seen.seq != c->label.seq)
+			err = bm_error(EEXIST, "it came back with another history "
+			               "(generation %llu, label %llu; this server "
+			               "last wrote %llu, %llu%s)",
+			               (unsigned long long)seen.genid,
+			               (unsigned long long)seen.seq,
+			               (unsigned long long)c->label.genid,
+			               (unsigned long long)c->label.seq,
+			               c->label_stale ? ", which may not have "
+			               "landed" : "");
+		pthread_mutex_unlock(&m->meta_lock);
+	}
+	if (err == 0)
+		err = bm_lease_is_ours(m, c, nb);
+	if (err < 0) {
+		if (nb) {
+			char msg[sizeof(c->why)];
+			snprintf(msg, sizeof(msg), "%s", bm_last_error());
+			if (nb->ops->abort)
+				nb->ops->abort(nb);
+			nb->ops->close(nb);
+			bm_error(-err, "%s", msg);
+		}
+		return err == -EBUSY ? -EEXIST : err; /* (a lease taken: slowly) */
+	}
+	atomic_store(&c->swapping, true);
+	for (int waited = 0; atomic_load(&c->users) > 0; waited++) {
+		if (waited >= 2000 || atomic_load(&m->stopping)) {
+			atomic_store(&c->swapping, false);
+			nb->ops->close(nb);
+			return bm_error(EAGAIN, "%s is still in use", c->path);
+		}
+		usleep(1000);
+	}
+	pthread_mutex_lock(&m->meta_lock);
+	if (atomic_load(&c->state) != BM_CS_ACTIVE) {
+		/* another one became ACTIVE and the normal way took it out */
+		atomic_store(&c->swapping, false);
+		pthread_mutex_unlock(&m->meta_lock);
+		nb->ops->close(nb);
+		return bm_error(ECANCELED, "%s changed state meanwhile", c->path);
+	}
+	old = c->be;
+	c->be = nb;
+	atomic_fetch_add(&c->epoch, 1); /* old failures are not applied */
+	c->hang_warned = false;
+	atomic_store(&c->link_dead, false);
+	atomic_store(&c->swapping, false);
+	pthread_mutex_unlock(&m->meta_lock);
+	if (old) {
+		if (old->ops->abort)
+			old->ops->abort(old);
+		old->ops->close(old);
+	}
+	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_BACK, c->path, "its connection was gone; connected again (it is the last ACTIVE component, with the label this server last wrote)");
+	return 0;
+}
+
 static void reconnect_due(struct bm_mirror *m)
 {
 	long long now = bm_now_ms();
@@ -381,7 +470,8 @@ static void reconnect_due(struct bm_mirror *m)
 		struct bm_component *c = &m->comp[i];
 		int st = atomic_load(&c->state);
 		bool absent = st == BM_CS_ABSENT && c->rejoin;
-		if (st != BM_CS_DISCONNECTED && !absent)
+		bool in_place = st == BM_CS_ACTIVE && atomic_load(&c->link_dead);
+		if (st != BM_CS_DISCONNECTED && !absent && !in_place)
 			continue;
 		if (c->retry_delay_ms == 0) {
 			c->retry_delay_ms = RETRY_FIRST_MS;
@@ -391,7 +481,8 @@ static void reconnect_due(struct bm_mirror *m)
 		if (now < c->retry_at_ms)
 			continue;
 		int err = absent ? bm_live_rejoin(m, i)
-		                 : reconnect(m, c, BM_CS_DISCONNECTED);
+		          : in_place ? reconnect_in_place(m, c)
+		                     : reconnect(m, c, BM_CS_DISCONNECTED);
 		if (err == 0 || err == -ECANCELED) {
 			c->retry_delay_ms = 0;
 			continue;
@@ -408,7 +499,7 @@ static void reconnect_due(struct bm_mirror *m)
 			fprintf(stderr, "blkmirror: %s: %s is still away: %s\n",
 			        m->name, c->path, bm_last_error());
 		}
-		if (err == -EBUSY && !absent) {
+		if (err == -EBUSY && !absent && !in_place) {
 			/* waiting for its old connection to end (reconnect
 			 * looks at counters only): back soon after it has,
 			 * whatever the wait took */

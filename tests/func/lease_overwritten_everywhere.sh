@@ -23,7 +23,13 @@ d0=$(lt dump "$(disk_uri d0)"); d1=$(lt dump "$(disk_uri d1)")
 sleep 2.5   # two renewal intervals: a renewal would have rewritten them
 [ "$(lt dump "$(disk_uri d0)")" = "$d0" ] && [ "$(lt dump "$(disk_uri d1)")" = "$d1" ] ||
   fail "a lost lease was written again"
-stop m0
+# the one kept is not ours any more: no clean label is written over
+# another server's, and the stop says so
+pid=$(server_pid m0)
+rc=0; out=$("$BLKMIRROR" stop m0 2>&1) || rc=$?
+wait "$pid" || true
+[ $rc -eq 1 ] || fail "stop exited $rc: $out"
+has "m0 stopped, but not cleanly" <<<"$out" || fail "stop said: $out"
 [ "$(lt dump "$(disk_uri d0)")" = "$d0" ] && [ "$(lt dump "$(disk_uri d1)")" = "$d1" ] ||
   fail "the clean stop wrote over a lost lease"
 echo "$d0" | has "host=otherhost" || fail "d0: $d0"
