@@ -438,7 +438,7 @@ static int detach_one(const char *arg)
 	live = record_live(&a);
 	ferr[0] = '\0';
 	if (live) {
-		if (bm_blockdev_in_use(a.device, what, sizeof(what))) {
+		if (bm_blockdev_in_use(a.device, what, sizeof(what), true)) {
 			rc = cli_fail("%s (%s) is %s", a.device, name, what);
 			goto out;
 		}

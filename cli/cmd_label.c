@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "statedir.h"
 
 /* Absolute path for files and devices; other forms (URIs) as given. */
 static char *canonical(const char *p)
@@ -147,6 +148,10 @@ static int clear_loses_data(const char *p)
 
 	if (bm_label_probe(p, name, sizeof(name)) < 0)
 		return 0; /* no label: bm_label_clear says so */
+	char what[64];
+	if (state_lock_holder(name, NULL, what, sizeof(what)) == 1 &&
+	    strcmp(what, "serve") == 0)
+		return 0; /* running: bm_label_clear says it is in use */
 	if (state_read_components(name, &paths, &n) < 0)
 		n = 0, paths = NULL;
 	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++) {

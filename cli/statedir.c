@@ -181,9 +181,9 @@ static bool maybe_labeled(const char *path, const char *name)
 
 	if (r == 0)
 		return strcmp(lname, name) == 0;
-	if (opened || (!strstr(path, "://") && stat(path, &st) < 0))
+	if (opened ? r == -ENOENT : !strstr(path, "://") && stat(path, &st) < 0)
 		return false; /* read without a label, or a file gone */
-	return true;
+	return true; /* not reached, or its label not read */
 }
 
 /* After `clear PATH`: a mirror listing PATH keeps it listed (seen as

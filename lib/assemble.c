@@ -288,12 +288,18 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 			err = bm_error(err, "%s: cannot write the label: %s", paths[i],
 			               strerror(-err));
 			/* Undo: every component written so far (this one's bitmap
-			 * too) gets back what it held. */
+			 * too) gets back what it held, with a deadline; one that
+			 * did not answer is not waited for again (its requests
+			 * are ended, and what it holds is said). */
+			bool timed_out = err == -ETIMEDOUT;
 			for (size_t k = 0; k <= i; k++) {
-				int r = be[k]->ops->pwrite_sync(be[k], saved[k],
-				        BM_META_SIZE, bm_data_area(be[k]->size));
-				if (r == 0)
-					r = be[k]->ops->flush_sync(be[k]);
+				int r = k == i && timed_out ? -ETIMEDOUT
+				        : bm_backend_io_wait_timeout(be[k], BM_BOP_WRITE,
+				              saved[k], BM_META_SIZE,
+				              bm_data_area(be[k]->size), BM_BOP_FUA,
+				              BM_IO_TIMEOUT_MS_DEFAULT);
+				if (r < 0 && be[k]->ops->abort)
+					be[k]->ops->abort(be[k]);
 				if (r < 0)
 					fprintf(stderr, "blkmirror: %s: cannot put back what "
 					        "its last MiB held: %s\n", paths[k],
@@ -369,10 +375,21 @@ static int clear_leaves_older(const char *name, struct bm_asm_input *in,
 		                in[all.split[1]].path, name);
 	if (r != BM_ASM_OK || all.source != 0)
 		return 0; /* the newest data is not (only) here */
-	for (int i = 1; i < n; i++)
-		if (all.comp[i].role == BM_ROLE_ACTIVE ||
-		    all.comp[i].role == BM_ROLE_INACTIVE)
-			return 0; /* another copy in sync with it keeps it */
+	/* another copy in sync with it keeps the data: ACTIVE, or (the
+	 * generation not stopped cleanly: all but the source are copied
+	 * over the bitmap's regions then) one of the same generation that
+	 * missed nothing; never an INACTIVE one (deactivated: behind) */
+	for (int i = 1; i < n; i++) {
+		const struct bm_label *l = &in[i].label;
+		if (all.comp[i].role == BM_ROLE_ACTIVE)
+			return 0;
+		if (all.was_dirty && in[i].present &&
+		    all.comp[i].role == BM_ROLE_SYNCHRONIZING &&
+		    !(all.missed & (1u << i)) && l->genid == all.genid &&
+		    l->syncid == all.syncid &&
+		    !(l->component_flags & (BM_CF_SYNCHRONIZING | BM_CF_INACTIVE)))
+			return 0;
+	}
 	if (unreadable)
 		return bm_error_1(EAGAIN, "%s may be the only up-to-date copy of "
 		                "mirror '%s': the label of %s cannot be read to "
@@ -432,10 +449,12 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 			k++;
 			continue;
 		}
-		if (bm_label_read_be(be, &in[k].label) == 0 &&
-		    in[k].label.mirror_id == in[0].label.mirror_id) {
+		int lr = bm_label_read_be(be, &in[k].label);
+		if (lr == 0 && in[k].label.mirror_id == in[0].label.mirror_id) {
 			in[k].present = true;
 			in[k].data_area = bm_data_area(be->size);
+		} else if (lr < 0 && lr != -ENOENT && !unreadable) {
+			unreadable = others[i]; /* (EIO, too small: no telling) */
 		}
 		be->ops->close(be);
 		k++;

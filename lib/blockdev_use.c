@@ -147,7 +147,8 @@ static long opener(dev_t rdev)
 	return found;
 }
 
-int bm_blockdev_in_use(const char *dev, char *what, size_t len)
+int bm_blockdev_in_use(const char *dev, char *what, size_t len,
+                       bool openers)
 {
 	char buf[4096];
 	struct stat st;
@@ -168,6 +169,8 @@ int bm_blockdev_in_use(const char *dev, char *what, size_t len)
 		snprintf(what, len, "in use as swap; swapoff it first");
 		return 1;
 	}
+	if (!openers)
+		return 0;
 	/* udev's workers open a device for a moment after it changes:
 	 * only a process that keeps it open for a second counts. */
 	for (int i = 0; i < 20 && (pid = opener(st.st_rdev)) > 0; i++)

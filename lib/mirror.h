@@ -526,6 +526,11 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c);
  * another -errno (still away), with bm_last_error(). */
 int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
                            struct bm_backend *be, struct bm_label *seen);
+/* Whether c, come back on be with label seen, holds what this server last
+ * wrote (0), an older copy of it (1: copy it in full), or was used by
+ * another server meanwhile (-EEXIST, refused; bm_last_error says why). */
+int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
+                             struct bm_backend *be, const struct bm_label *seen);
 /* rebuild.c: the lease block of be still holds this server's lease (no
  * other server took c meanwhile): 0, or -errno with bm_last_error(). */
 int bm_lease_is_ours(struct bm_mirror *m, struct bm_component *c,

@@ -241,7 +241,14 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "%s: its connection is gone and it cannot "
 		                "be opened again: %s", c->path, bm_last_error());
-	err = bm_recover_check_label(m, c, nb, NULL); /* (as a reconnect's) */
+	struct bm_label seen;
+	err = bm_recover_check_label(m, c, nb, &seen); /* (as a reconnect's) */
+	if (err == 0) {
+		err = bm_recover_check_history(m, c, nb, &seen);
+		if (err == 1)
+			c->sync_full = true; /* an older copy put back */
+		err = err < 0 ? err : 0;
+	}
 	if (err < 0) {
 		char why[200];
 		snprintf(why, sizeof(why), "%s", bm_last_error());
@@ -329,7 +336,10 @@ static int activate_serialized(bm_mirror *m, const char *path)
 	if (err < 0)
 		return err;
 	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_ACTIVATED, c->path,
-	              "activated; copying it in full");
+	              c->sync_full || !m->bitmap
+	              ? "activated; copying it in full"
+	              : "activated; copying what it missed (the bitmap's "
+	                "dirty regions)");
 	bm_sync_kick(m);
 	return 0;
 }

@@ -269,6 +269,57 @@ int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
 	return bm_flush_probe_timeout(m, be);
 }
 
+/*
+ * What a component that comes back (reconnect, reopen_inactive in
+ * rebuild.c) holds, judged by its label against the one this server last
+ * wrote there (c->label: its seq is bumped before each write; one that
+ * failed may have landed or not) and by its lease.  Another server wrote
+ * it meanwhile (its lease taken, or a label newer than ours: the same
+ * component used elsewhere, a split brain): -EEXIST, refused.  An older
+ * label (a copy of it from before, put back): 1, copied in full (its
+ * bitmap may lack bits cleared since).  The label last written: 0.
+ */
+int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
+                             struct bm_backend *be, const struct bm_label *seen)
+{
+	int err = bm_lease_is_ours(m, c, be);
+
+	if (err == -EBUSY) {
+		char msg[300];
+		const char *holder = strstr(bm_last_error(), "(host");
+		snprintf(msg, sizeof(msg), "%.*s", holder ? (int)strcspn(holder,
+		         ")") + 1 : 0, holder ? holder : "");
+		return bm_error(EEXIST, "another server %s used it meanwhile, so "
+		                "its data may differ; a restart compares the "
+		                "histories, or remove it and insert it again",
+		                msg);
+	}
+	if (err < 0)
+		return err; /* its lease could not be read: still away */
+	pthread_mutex_lock(&m->meta_lock);
+	uint64_t genid = c->label.genid, seq = c->label.seq;
+	bool stale = c->label_stale;
+	pthread_mutex_unlock(&m->meta_lock);
+	if (seen->genid > genid || seen->seq > seq)
+		return bm_error(EEXIST, "its label was written elsewhere meanwhile "
+		                "(generation %llu, label %llu; this server last "
+		                "wrote %llu, %llu): the same component used by "
+		                "another server (a split brain); 'blkmirror "
+		                "remove' it, and insert it again to copy this "
+		                "mirror's data over it",
+		                (unsigned long long)seen->genid,
+		                (unsigned long long)seen->seq,
+		                (unsigned long long)genid, (unsigned long long)seq);
+	if (seen->seq < seq - (stale ? 1 : 0)) {
+		fprintf(stderr, "blkmirror: %s: %s came back with an older label "
+		        "(%llu; this server last wrote %llu): an older copy of "
+		        "it, copied in full\n", m->name, c->path,
+		        (unsigned long long)seen->seq, (unsigned long long)seq);
+		return 1;
+	}
+	return 0;
+}
+
 /* meta_lock held: writes the label of c, come back on be; on an error,
  * ends be's requests (the next attempt closes it) and says why. */
 static int write_back_label(struct bm_mirror *m, struct bm_component *c,
@@ -291,6 +342,8 @@ static int write_back_label(struct bm_mirror *m, struct bm_component *c,
 static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 {
 	struct bm_backend *be = NULL, *old;
+	struct bm_label seen;
+	bool older = false;
 	int err;
 
 	/* Nobody may hold the old connection when it is closed (and a file
@@ -309,7 +362,12 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		old->ops->close(old);
 	err = bm_backend_open(c->path, true, &be);
 	if (err == 0)
-		err = bm_recover_check_label(m, c, be, NULL);
+		err = bm_recover_check_label(m, c, be, &seen);
+	if (err == 0) {
+		err = bm_recover_check_history(m, c, be, &seen);
+		older = err == 1;
+		err = err < 0 ? err : 0;
+	}
 	if (err < 0) {
 		/* it answers but is not taken (refused: EEXIST; or its label
 		 * or a flush did not end): status says why, while away;
@@ -342,7 +400,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	c->be = be;
 	/* a FAILED one brought back (rebuild) is copied in full; one that
 	 * was DISCONNECTED may catch up from the bitmap (sync.c decides) */
-	if (from == BM_CS_FAILED)
+	if (from == BM_CS_FAILED || older)
 		c->sync_full = true;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
@@ -402,22 +460,13 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	if (err == 0)
 		err = bm_recover_check_label(m, c, nb, &seen);
 	if (err == 0) {
-		pthread_mutex_lock(&m->meta_lock);
-		if (c->label_stale || seen.genid != c->label.genid ||
-		    seen.seq != c->label.seq)
+		/* nothing older either: it is the only copy in service */
+		err = bm_recover_check_history(m, c, nb, &seen);
+		if (err == 1)
 			err = bm_error(EEXIST, "it came back with another history "
-			               "(generation %llu, label %llu; this server "
-			               "last wrote %llu, %llu%s)",
-			               (unsigned long long)seen.genid,
-			               (unsigned long long)seen.seq,
-			               (unsigned long long)c->label.genid,
-			               (unsigned long long)c->label.seq,
-			               c->label_stale ? ", which may not have "
-			               "landed" : "");
-		pthread_mutex_unlock(&m->meta_lock);
+			               "(an older label: %llu)",
+			               (unsigned long long)seen.seq);
 	}
-	if (err == 0)
-		err = bm_lease_is_ours(m, c, nb);
 	if (err < 0) {
 		if (nb) {
 			char msg[sizeof(c->why)];
@@ -427,7 +476,7 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 			nb->ops->close(nb);
 			bm_error(-err, "%s", msg);
 		}
-		return err == -EBUSY ? -EEXIST : err; /* (a lease taken: slowly) */
+		return err;
 	}
 	atomic_store(&c->swapping, true);
 	for (int waited = 0; atomic_load(&c->users) > 0; waited++) {

@@ -685,7 +685,7 @@ int bm_file_backend_open(const char *path, bool exclusive,
 	fd = open(path, O_RDWR | O_CLOEXEC | (exclusive ? O_EXCL : 0));
 	if (fd < 0 && errno == EBUSY && exclusive) {
 		char who[512];
-		if (bm_blockdev_in_use(path, who, sizeof(who)))
+		if (bm_blockdev_in_use(path, who, sizeof(who), false))
 			return bm_error(EBUSY, "%s: the device is %s", path, who);
 		return bm_error(EBUSY, "%s: the device is in use (opened "
 		                "exclusively by another program, or a partition "

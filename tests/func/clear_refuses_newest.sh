@@ -48,3 +48,23 @@ has "no mirror named" "$T/st.out" && fail "m1 was forgotten while d still carrie
 out=$(bm clear "$D") || fail "clear of the last labelled component: $out"
 out=$(bm status m1 2>&1) || true
 has "no mirror named 'm1'" <<<"$out" || fail "m1 not forgotten once no component carries its label: $out"
+# a mirror not stopped cleanly (killed): its copies of one generation are
+# equally current, so clearing one needs no -f (the other keeps the data)
+mkimg 64 e f
+bm label -n m2 "$T/e" "$T/f" >/dev/null
+serve m2
+qemu-io -f raw "$(uri m2)" -c 'write -P 0x66 0 1M' >/dev/null
+kill -9 "$(server_pid m2)"; wait "$(server_pid m2)" 2>/dev/null || true
+bm dump "$T/e" | has "DIRTY" || fail "e is not dirty after the kill"
+out=$(bm clear "$T/e" 2>&1) || fail "clear of one of two current copies of a dirty mirror: $out"
+# a deactivated copy does not keep the data: a (only current) with b
+# INACTIVE and c older is refused
+mkimg 64 g h i
+bm label -n m3 "$T/g" "$T/h" "$T/i" >/dev/null
+mv "$T/i" "$T/i.away"
+serve m3
+qemu-io -f raw "$(uri m3)" -c 'write -P 0x77 0 1M' >/dev/null
+bm deactivate m3 "$T/h" >/dev/null || fail "deactivate h"
+stop m3
+mv "$T/i.away" "$T/i"
+expect_error "$T/g is the only up-to-date copy of mirror 'm3'" bm clear "$T/g"
