@@ -11,17 +11,9 @@ bm label -n m0 "$T/a" "$P"
 serve m0 --io-timeout 4
 wait_complete m0
 hang p
-bm configure -b round-robin m0 >"$T/cfg.out" 2>&1 &
-cfg=$!
-sleep 0.5
-kill -0 "$cfg" 2>/dev/null || { cat "$T/cfg.out"; fail "configure ended at once: the test shows nothing"; }
-for verb in status list; do
-  t0=$(date +%s%N)
-  out=$(timeout 10 "$BLKMIRROR" $verb m0 2>&1) || true
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  [ "$ms" -lt 1000 ] || fail "$verb took $ms ms while configure waited on a hung component"
-  has "$T/a" <<<"$out" || fail "$verb: $out"
-done
+waiting_verb cfg bm configure -b round-robin m0
+cfg=$waiting
+answers_fast m0 "configure waited on a hung component"
 t0=$(date +%s%N)
 expect_error "busy with another change of its components" bm configure -b load m0
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))

@@ -9,17 +9,9 @@ P=$(disk_uri p)
 bm label -n m0 "$T/a" "$P"
 serve m0 --io-timeout 4
 hang p
-bm deactivate m0 "$P" >"$T/deact.out" 2>&1 &
-deact=$!
-sleep 0.5
-kill -0 "$deact" 2>/dev/null || { cat "$T/deact.out"; fail "deactivate ended at once: the test shows nothing"; }
-for verb in status list; do
-  t0=$(date +%s%N)
-  out=$(timeout 10 "$BLKMIRROR" $verb m0 2>&1) || true
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  [ "$ms" -lt 1000 ] || fail "$verb took $ms ms while deactivate waited on a hung component"
-  grep -q "m0\|$T/a" <<<"$out" || fail "$verb: $out"
-done
+waiting_verb deact bm deactivate m0 "$P"
+deact=$waiting
+answers_fast m0 "deactivate waited on a hung component"
 # A second change meanwhile is refused at once, naming the running one.
 t0=$(date +%s%N)
 expect_error "busy with another change of its components" bm configure -p 3 m0 "$T/a"

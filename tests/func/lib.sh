@@ -451,6 +451,28 @@ hangdisk() {
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
+# waiting_verb NAME CMD...: runs CMD (output in $T/NAME.out) in the
+# background ($waiting: its pid) and fails unless it is still running
+# 0.5 s later (waiting on a component that hangs)
+waiting_verb() {
+  local name=$1; shift
+  "$@" >"$T/$name.out" 2>&1 &
+  waiting=$!
+  sleep 0.5
+  kill -0 "$waiting" 2>/dev/null || { cat "$T/$name.out"; fail "$name ended at once: the test shows nothing"; }
+}
+# answers_fast MIRROR WHY: status and list of MIRROR answer within 1 s,
+# naming $T/a, while WHY
+answers_fast() {
+  local verb out t0 ms
+  for verb in status list; do
+    t0=$(date +%s%N)
+    out=$(timeout 10 "$BLKMIRROR" $verb "$1" 2>&1) || true
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$ms" -lt 1000 ] || fail "$verb took $ms ms while $2"
+    has "$T/a" <<<"$out" || fail "$verb: $out"
+  done
+}
 hang() { touch "$T/$1.hang"; }
 answer() { rm -f "$T/$1.hang"; }
 
