@@ -793,6 +793,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 		c->rejoin = err < 0;
 		if (err == 0)
 			err = bm_label_read_be(c->be, &c->label);
+		if (err == 0)
+			c->label_seq_landed = c->label.seq; /* (on its disk) */
 		if (err < 0) {
 			absent(c, bm_last_error());
 			fprintf(stderr, "blkmirror: %s: leaving out %s\n", name,

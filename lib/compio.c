@@ -51,6 +51,7 @@ struct sub {
 	uint64_t t0_ns;
 	uint64_t zero_end; /* zeroing in pieces: where the whole range ends */
 	bool cut;          /* zeroing ended unfinished by a stop (stop_cuts) */
+	uint64_t flush_mark; /* flush: the component's writes_done at issue */
 };
 
 struct mreq {
@@ -296,6 +297,21 @@ static void next_piece(struct sub *s)
 		issue_pieces(s);
 }
 
+/* What a component took and flushed (mirror.h writes_done,
+ * flushed_upto): a FUA write is durable by itself. */
+static void count_durability(struct bm_component *c, const struct sub *s)
+{
+	if (s->br.op == BM_BOP_FLUSH) {
+		uint_fast64_t upto = atomic_load(&c->flushed_upto);
+		while (upto < s->flush_mark &&
+		       !atomic_compare_exchange_weak(&c->flushed_upto, &upto,
+		                                     s->flush_mark))
+			;
+	} else if (!(s->br.flags & BM_BOP_FUA)) {
+		atomic_fetch_add(&c->writes_done, 1);
+	}
+}
+
 static void write_done(struct bm_breq *br, int result)
 {
 	struct sub *s = br->opaque;
@@ -316,10 +332,22 @@ static void write_done(struct bm_breq *br, int result)
 	s->result = result;
 	if (result < 0)
 		atomic_fetch_or(&r->failed, 1u << s->comp);
+	else
+		count_durability(c, s);
 	if (atomic_fetch_sub(&r->pending, 1) != 1)
 		return;
 
 	uint32_t failed = atomic_load(&r->failed);
+	/* a flush cannot vouch for writes lost with a component's server
+	 * cache (recover.c reconnect_in_place): it fails once */
+	if (failed == 0 && r->io->type == BM_IO_FLUSH &&
+	    atomic_load(&m->flush_lost) &&
+	    atomic_exchange(&m->flush_lost, false)) {
+		fprintf(stderr, "blkmirror: %s: a flush fails: writes acknowledged "
+		        "before it may have been lost when a component's "
+		        "connection died (connected again since)\n", m->name);
+		set_error(r, -EIO);
+	}
 	/* (recording first: a record that failed sets meta_broken before
 	 * it ends, meta.c) */
 	if (failed == 0 && atomic_load(&m->recording) == 0 &&
@@ -387,6 +415,8 @@ static void sub_issue(struct sub *s)
 	be = bm_comp_get(c);
 	/* read while we hold it: a reconnect waits for users to leave */
 	s->epoch = atomic_load(&c->epoch);
+	if (s->br.op == BM_BOP_FLUSH)
+		s->flush_mark = atomic_load(&c->writes_done);
 	err = be ? be->ops->submit(be, &s->br) : -ENOTCONN;
 	if (be)
 		bm_comp_put(c);

@@ -285,6 +285,7 @@ static void health(struct bm_mirror *m)
 		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)
 			continue;
 		struct bm_backend *be = bm_comp_get(c);
+		unsigned ep = atomic_load(&c->epoch); /* (the connection looked at) */
 		int err = be && be->ops->check ? be->ops->check(be) : 0;
 		if (be)
 			bm_comp_put(c);
@@ -295,12 +296,15 @@ static void health(struct bm_mirror *m)
 		         ? bm_last_error() : strerror(-err));
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
-		pthread_mutex_unlock(&m->meta_lock);
 		/* the last ACTIVE one stays: an NBD connection that is gone
-		 * is opened again in place (recover.c reconnect_in_place) */
-		if (atomic_load(&c->state) == BM_CS_ACTIVE &&
-		    bm_error_is_gone(err) && strstr(c->path, "://") &&
-		    !atomic_exchange(&c->link_dead, true)) {
+		 * is opened again in place (recover.c reconnect_in_place;
+		 * the same connection as looked at: not one swapped in) */
+		bool dead = atomic_load(&c->state) == BM_CS_ACTIVE &&
+		            atomic_load(&c->epoch) == ep &&
+		            bm_error_is_gone(err) && strstr(c->path, "://") &&
+		            !atomic_exchange(&c->link_dead, true);
+		pthread_mutex_unlock(&m->meta_lock);
+		if (dead) {
 			fprintf(stderr, "blkmirror: %s: %s: %s, and it is the last "
 			        "ACTIVE component: connecting again when its "
 			        "server answers\n", m->name, c->path, why);

@@ -717,6 +717,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 
 	pthread_mutex_lock(&m->meta_lock);
 	c->label = lab;
+	c->label_seq_landed = lab.seq; /* (read from its disk) */
 	c->known_id = lab.component_id;
 	c->be = be;
 	atomic_store(&c->sync_offset, 0);

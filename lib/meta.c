@@ -146,6 +146,8 @@ static int label_result(struct bm_mirror *m, struct bm_component *c, int err)
 {
 	c->label_stale = err < 0;
 	c->label_err = err;
+	if (err == 0)
+		c->label_seq_landed = c->label.seq;
 	if (err < 0)
 		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",
 		        m->name, c->path, strerror(-err));

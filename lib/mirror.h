@@ -196,6 +196,15 @@ struct bm_component {
 	                                   reconnect_in_place) */
 	atomic_bool swapping;           /* its backend is being swapped in
 	                                   place: bm_comp_get refuses it */
+	uint64_t label_seq_landed;      /* meta_lock: the seq of its last label
+	                                   write that succeeded (0: none yet);
+	                                   its disk holds one from there to
+	                                   label.seq (recover.c history) */
+	atomic_uint_fast64_t writes_done;  /* compio.c: client writes it took */
+	atomic_uint_fast64_t flushed_upto; /* writes_done as of the issue of
+	                                   its last client flush that ended
+	                                   well: above it, writes a crash of
+	                                   its server may still lose */
 	bool stop_aborted;              /* events.c: the last ACTIVE one's
 	                                   I/O aborted at the stop, once */
 	bool rejoin;                    /* ABSENT because it could not be
@@ -335,6 +344,11 @@ struct bm_mirror {
 	atomic_int io_timeout_ms;       /* a component silent this long with
 	                                   requests outstanding is given up */
 	atomic_int read_error_limit;    /* repaired read errors before failing */
+	atomic_bool flush_lost;         /* the last ACTIVE component was
+	                                   connected again in place while it
+	                                   held writes not flushed: the next
+	                                   client flush fails (they may be
+	                                   gone with its server's cache) */
 	atomic_bool meta_broken;        /* a failure could not be recorded on
 	                                   any ACTIVE component: writes get EIO
 	                                   until labels can be written again */

@@ -245,8 +245,11 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 	err = bm_recover_check_label(m, c, nb, &seen); /* (as a reconnect's) */
 	if (err == 0) {
 		err = bm_recover_check_history(m, c, nb, &seen);
-		if (err == 1)
+		if (err == 1) {
 			c->sync_full = true; /* an older copy put back */
+			fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
+			        m->name, c->path, bm_last_error());
+		}
 		err = err < 0 ? err : 0;
 	}
 	if (err < 0) {

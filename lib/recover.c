@@ -50,6 +50,9 @@
 #include "mirror.h"
 
 #define RETRY_FIRST_MS 1000
+
+/* bm_error, then 1: a finding, not a failure. */
+#define bm_error_1(...) (bm_error(__VA_ARGS__), 1)
 #define RETRY_MAX_MS 30000
 #define REPAIR_AGAIN_MS 1000  /* the least time between a repair's tries */
 
@@ -298,7 +301,11 @@ int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
 		return err; /* its lease could not be read: still away */
 	pthread_mutex_lock(&m->meta_lock);
 	uint64_t genid = c->label.genid, seq = c->label.seq;
-	bool stale = c->label_stale;
+	/* its disk holds a label from the last that landed to the last
+	 * tried (several may have failed while it was away); none landed
+	 * yet: the one read at the start or the one before the last tried */
+	uint64_t landed = c->label_seq_landed ? c->label_seq_landed
+	                  : seq - (c->label_stale ? 1 : 0); /* (unknown) */
 	pthread_mutex_unlock(&m->meta_lock);
 	if (seen->genid > genid || seen->seq > seq)
 		return bm_error(EEXIST, "its label was written elsewhere meanwhile "
@@ -310,13 +317,11 @@ int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
 		                (unsigned long long)seen->genid,
 		                (unsigned long long)seen->seq,
 		                (unsigned long long)genid, (unsigned long long)seq);
-	if (seen->seq < seq - (stale ? 1 : 0)) {
-		fprintf(stderr, "blkmirror: %s: %s came back with an older label "
-		        "(%llu; this server last wrote %llu): an older copy of "
-		        "it, copied in full\n", m->name, c->path,
-		        (unsigned long long)seen->seq, (unsigned long long)seq);
-		return 1;
-	}
+	if (seen->seq < landed)
+		return bm_error_1(ESTALE, "it came back with an older label (%llu; "
+		                  "this server last wrote %llu): an older copy of "
+		                  "it", (unsigned long long)seen->seq,
+		                  (unsigned long long)landed);
 	return 0;
 }
 
@@ -366,6 +371,9 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (err == 0) {
 		err = bm_recover_check_history(m, c, be, &seen);
 		older = err == 1;
+		if (older)
+			fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
+			        m->name, c->path, bm_last_error());
 		err = err < 0 ? err : 0;
 	}
 	if (err < 0) {
@@ -462,10 +470,8 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	if (err == 0) {
 		/* nothing older either: it is the only copy in service */
 		err = bm_recover_check_history(m, c, nb, &seen);
-		if (err == 1)
-			err = bm_error(EEXIST, "it came back with another history "
-			               "(an older label: %llu)",
-			               (unsigned long long)seen.seq);
+		if (err == 1) /* (the only copy: nothing to copy it from) */
+			err = bm_error(EEXIST, "%s", bm_last_error());
 	}
 	if (err < 0) {
 		if (nb) {
@@ -498,6 +504,16 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	old = c->be;
 	c->be = nb;
 	atomic_fetch_add(&c->epoch, 1); /* old failures are not applied */
+	/* writes it acknowledged since its last flush may be gone with its
+	 * server's cache: the next client flush must not vouch for them */
+	if (atomic_load(&c->writes_done) > atomic_load(&c->flushed_upto)) {
+		atomic_store(&m->flush_lost, true);
+		fprintf(stderr, "blkmirror: %s: %s held writes not flushed when "
+		        "its connection died: the next flush fails\n", m->name,
+		        c->path);
+	}
+	atomic_store(&c->writes_done, 0);
+	atomic_store(&c->flushed_upto, 0);
 	c->hang_warned = false;
 	atomic_store(&c->link_dead, false);
 	atomic_store(&c->swapping, false);
