@@ -92,6 +92,8 @@ static void write_leave(struct bm_mirror *m, int bitmap_slot)
 	atomic_fetch_sub(&m->writes_inflight, 1);
 }
 
+static int flush_vouches(struct mreq *r);
+
 static void req_complete(void *arg)
 {
 	struct mreq *r = arg;
@@ -99,6 +101,9 @@ static void req_complete(void *arg)
 	struct bm_io *io = r->io;
 	int result = atomic_load(&r->error);
 
+	/* (every way a flush ends, write_decide's included) */
+	if (result == 0 && io->type == BM_IO_FLUSH)
+		result = flush_vouches(r);
 	if (r->is_write) {
 		/* Read-ahead taken while the write was in flight may be old. */
 		if (r->before_ack)
@@ -301,15 +306,37 @@ static void next_piece(struct sub *s)
  * flushed_upto): a FUA write is durable by itself. */
 static void count_durability(struct bm_component *c, const struct sub *s)
 {
-	if (s->br.op == BM_BOP_FLUSH) {
-		uint_fast64_t upto = atomic_load(&c->flushed_upto);
-		while (upto < s->flush_mark &&
-		       !atomic_compare_exchange_weak(&c->flushed_upto, &upto,
-		                                     s->flush_mark))
-			;
-	} else if (!(s->br.flags & BM_BOP_FUA)) {
+	if (s->epoch != atomic_load(&c->epoch))
+		return; /* an old connection's: its counters were reset */
+	if (s->br.op == BM_BOP_FLUSH)
+		bm_comp_flushed(c, s->flush_mark);
+	else if (!(s->br.flags & BM_BOP_FUA))
 		atomic_fetch_add(&c->writes_done, 1);
+}
+
+/* A client flush about to succeed: not when the last ACTIVE component was
+ * connected again in place holding writes not flushed (recover.c
+ * reconnect_in_place) and this flush reached it on the new connection
+ * (one issued before covers nothing written since): it fails, once. */
+static int flush_vouches(struct mreq *r)
+{
+	struct bm_mirror *m = r->m;
+
+	if (!atomic_load(&m->flush_lost))
+		return 0;
+	for (int k = 0; k < r->nsub; k++) {
+		const struct sub *s = &r->sub[k];
+		if (s->comp != m->flush_lost_comp ||
+		    (int)(s->epoch - m->flush_lost_epoch) < 0)
+			continue;
+		if (!atomic_exchange(&m->flush_lost, false))
+			return 0;
+		fprintf(stderr, "blkmirror: %s: a flush fails: writes acknowledged "
+		        "before it may have been lost when a component's "
+		        "connection died (connected again since)\n", m->name);
+		return -EIO;
 	}
+	return 0;
 }
 
 static void write_done(struct bm_breq *br, int result)
@@ -338,16 +365,6 @@ static void write_done(struct bm_breq *br, int result)
 		return;
 
 	uint32_t failed = atomic_load(&r->failed);
-	/* a flush cannot vouch for writes lost with a component's server
-	 * cache (recover.c reconnect_in_place): it fails once */
-	if (failed == 0 && r->io->type == BM_IO_FLUSH &&
-	    atomic_load(&m->flush_lost) &&
-	    atomic_exchange(&m->flush_lost, false)) {
-		fprintf(stderr, "blkmirror: %s: a flush fails: writes acknowledged "
-		        "before it may have been lost when a component's "
-		        "connection died (connected again since)\n", m->name);
-		set_error(r, -EIO);
-	}
 	/* (recording first: a record that failed sets meta_broken before
 	 * it ends, meta.c) */
 	if (failed == 0 && atomic_load(&m->recording) == 0 &&

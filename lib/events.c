@@ -295,6 +295,11 @@ static void health(struct bm_mirror *m)
 		snprintf(why, sizeof(why), "%s", bm_last_error()[0]
 		         ? bm_last_error() : strerror(-err));
 		pthread_mutex_lock(&m->meta_lock);
+		if (atomic_load(&c->epoch) != ep) {
+			/* connected again since it was looked at */
+			pthread_mutex_unlock(&m->meta_lock);
+			continue;
+		}
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		/* the last ACTIVE one stays: an NBD connection that is gone
 		 * is opened again in place (recover.c reconnect_in_place;

@@ -420,12 +420,14 @@ int bm_meta_flush_all_locked(struct bm_mirror *m)
 	struct bm_wait_op ops[BM_MAX_COMPONENTS];
 	struct bm_patience slow[BM_MAX_COMPONENTS];
 	int who[BM_MAX_COMPONENTS], n = 0, err = 0;
+	uint64_t mark[BM_MAX_COMPONENTS];
 
 	/* all at once: the time of the slowest, not the sum */
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		if (!writable(c))
 			continue;
+		mark[n] = atomic_load(&c->writes_done);
 		bm_comp_patience_locked(m, c, &slow[n]);
 		ops[n] = (struct bm_wait_op){.be = c->be, .op = BM_BOP_FLUSH,
 		                             .patience = &slow[n]};
@@ -437,6 +439,8 @@ int bm_meta_flush_all_locked(struct bm_mirror *m)
 		int e = ops[k].result;
 		if (!writable(c))
 			continue;
+		if (e == 0)
+			bm_comp_flushed(c, mark[k]); /* (the idle clean's, the stop's) */
 		if (e < 0) {
 			char why[128];
 			snprintf(why, sizeof(why), "flush error: %s", strerror(-e));

@@ -261,6 +261,16 @@ static inline void bm_comp_put(struct bm_component *c)
 	atomic_fetch_sub(&c->users, 1);
 }
 
+/* A flush of c issued when its writes_done was `mark` ended well: the
+ * writes it took before are durable (compio.c, meta.c). */
+static inline void bm_comp_flushed(struct bm_component *c, uint64_t mark)
+{
+	uint_fast64_t upto = atomic_load(&c->flushed_upto);
+	while (upto < mark &&
+	       !atomic_compare_exchange_weak(&c->flushed_upto, &upto, mark))
+		;
+}
+
 /* A request to component c starts / ends: t0 is its submission time, the
  * same value to both (bm_now_ns() taken just before bm_comp_enter);
  * answered: the component answered it (false: refused at submission, ended
@@ -344,11 +354,16 @@ struct bm_mirror {
 	atomic_int io_timeout_ms;       /* a component silent this long with
 	                                   requests outstanding is given up */
 	atomic_int read_error_limit;    /* repaired read errors before failing */
-	atomic_bool flush_lost;         /* the last ACTIVE component was
-	                                   connected again in place while it
-	                                   held writes not flushed: the next
-	                                   client flush fails (they may be
-	                                   gone with its server's cache) */
+	atomic_bool flush_lost;         /* the last ACTIVE component
+	                                   (flush_lost_comp) was connected
+	                                   again in place (its epoch from
+	                                   flush_lost_epoch) while it held
+	                                   writes not flushed: the next client
+	                                   flush issued to it on the new
+	                                   connection fails (they may be gone
+	                                   with its server's cache) */
+	int flush_lost_comp;
+	unsigned flush_lost_epoch;
 	atomic_bool meta_broken;        /* a failure could not be recorded on
 	                                   any ACTIVE component: writes get EIO
 	                                   until labels can be written again */

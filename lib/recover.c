@@ -507,6 +507,8 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	/* writes it acknowledged since its last flush may be gone with its
 	 * server's cache: the next client flush must not vouch for them */
 	if (atomic_load(&c->writes_done) > atomic_load(&c->flushed_upto)) {
+		m->flush_lost_comp = (int)(c - m->comp);
+		m->flush_lost_epoch = atomic_load(&c->epoch);
 		atomic_store(&m->flush_lost, true);
 		fprintf(stderr, "blkmirror: %s: %s held writes not flushed when "
 		        "its connection died: the next flush fails\n", m->name,

@@ -60,7 +60,18 @@ bm label -n m1 "$C" >/dev/null
 serve m1 --io-timeout 2
 u1=$(uri m1)
 qemu-io -f raw "$u1" -c 'write -P 0x51 0 1M' -c flush >/dev/null || fail "m1 first write"
-sleep 3   # idle: the clean label written and flushed
+# a write made durable by the idle clean's flush (no client flush): after
+# a reconnect the next flush succeeds (nothing was lost)
+nbdsh -u "$u1" -c 'h.pwrite(b"\x51" * 4096, 2 * 1048576)' || fail "m1 write"
+sleep 3   # idle: the clean label written and every component flushed
+disk_kill c
+sleep 0.5
+filedisk c "$T/c.img" --filter=cache cache=writeback cache-on-read=false
+for _ in $(seq 1 100); do has "connected again" "$T/m1.log" && break; sleep 0.1; done
+has "connected again" "$T/m1.log" || fail "c not connected again: $(tail -5 "$T/m1.log")"
+qemu-io -f raw "$u1" -c flush >"$T/f0.out" 2>&1 || fail "a flush after a reconnect with nothing lost failed: $(cat "$T/f0.out")"
+has "held writes not flushed" "$T/m1.log" && fail "the idle clean's flush was not counted"
+: >"$T/m1.log"
 # (nbdsh: no flush at its exit, as qemu-io does)
 nbdsh -u "$u1" -c 'h.pwrite(b"\x52" * 1048576, 0)' || fail "m1 second write"
 disk_kill c
