@@ -447,9 +447,10 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
  * restarted, say): a mirror never takes its last ACTIVE component out of
  * service, so it cannot come back through DISCONNECTED, and before this
  * every request failed until the mirror was restarted.  It is opened again
- * in place once its server answers with exactly the label this server
- * last wrote there (same generation and sequence: the same history, not
- * an older copy put back) and with this server's lease; the new
+ * in place once its server answers with a label this server wrote there
+ * (bm_recover_check_history: from the last that landed to the last tried,
+ * the same history, not an older copy put back) and with this server's
+ * lease; the new
  * connection replaces the dead one while bm_comp_get refuses it
  * (swapping), so no caller holds the old one when it is closed.  Requests
  * made while the connection was dead failed (the clients got errors, as
