@@ -4,12 +4,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend.h"
 #include "backends/crashsim.h"
+#include "blkmirror.h"
 #include "error.h"
 
 static const struct scheme {
@@ -37,6 +39,17 @@ int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out)
 		                "file, a block device, nbd://HOST[:PORT]/EXPORT or "
 		                "nbd+unix:///EXPORT?socket=PATH", path);
 	return bm_file_backend_open(path, exclusive, out);
+}
+
+int bm_backend_discard(struct bm_backend *be, int err)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "%s", bm_last_error());
+	if (be->ops->abort)
+		be->ops->abort(be);
+	be->ops->close(be);
+	return bm_error(-err, "%s", msg); /* close may have said more */
 }
 
 bool bm_backend_same(const struct bm_backend *a, const struct bm_backend *b)

@@ -111,6 +111,10 @@ struct bm_backend {
  * is wrong with the path.
  */
 int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out);
+/* Ends and closes a backend opened and not taken (a request it was given
+ * may still be outstanding: a component that hangs); returns err (-errno)
+ * with bm_last_error() still the reason it was not taken. */
+int bm_backend_discard(struct bm_backend *be, int err);
 int bm_file_backend_open(const char *path, bool exclusive,
                          struct bm_backend **out);
 int bm_nbd_backend_open(const char *uri, struct bm_backend **out);

@@ -302,10 +302,8 @@ static void health(struct bm_mirror *m)
 		}
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		/* the last ACTIVE one stays: an NBD connection that is gone
-		 * is opened again in place (recover.c reconnect_in_place;
-		 * the same connection as looked at: not one swapped in) */
+		 * is opened again in place (recover.c reconnect_in_place) */
 		bool dead = atomic_load(&c->state) == BM_CS_ACTIVE &&
-		            atomic_load(&c->epoch) == ep &&
 		            bm_error_is_gone(err) && strstr(c->path, "://") &&
 		            !atomic_exchange(&c->link_dead, true);
 		pthread_mutex_unlock(&m->meta_lock);

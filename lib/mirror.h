@@ -550,16 +550,14 @@ void bm_recover_repair(struct bm_mirror *m, int comp, uint64_t off,
 /* Reopens a FAILED component (meta_lock not held; nobody else may change
  * it meanwhile) and makes it SYNCHRONIZING from 0, as a reconnect does. */
 int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c);
-/* Whether be (c reopened) is c of this mirror and fits it: 0, or -EEXIST
- * (refused: smaller, another or no label, a larger minimum block size) or
- * another -errno (still away), with bm_last_error(). */
-int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
-                           struct bm_backend *be, struct bm_label *seen);
-/* Whether c, come back on be with label seen, holds what this server last
- * wrote (0), an older copy of it (1: copy it in full), or was used by
- * another server meanwhile (-EEXIST, refused; bm_last_error says why). */
-int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
-                             struct bm_backend *be, const struct bm_label *seen);
+/* Whether be (c opened again: reconnect, activate, in place) is c of this
+ * mirror, fits it, and holds what this server last wrote there: 0 (*older:
+ * an older copy of it, to be copied in full), -EEXIST (refused: smaller,
+ * another or no label, a larger minimum block size, used by another
+ * server meanwhile) or another -errno (still away), bm_last_error() says
+ * which. */
+int bm_recover_judge(struct bm_mirror *m, struct bm_component *c,
+                     struct bm_backend *be, bool *older);
 /* rebuild.c: the lease block of be still holds this server's lease (no
  * other server took c meanwhile): 0, or -errno with bm_last_error(). */
 int bm_lease_is_ours(struct bm_mirror *m, struct bm_component *c,

@@ -241,25 +241,18 @@ static int reopen_inactive(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "%s: its connection is gone and it cannot "
 		                "be opened again: %s", c->path, bm_last_error());
-	struct bm_label seen;
-	err = bm_recover_check_label(m, c, nb, &seen); /* (as a reconnect's) */
-	if (err == 0) {
-		err = bm_recover_check_history(m, c, nb, &seen);
-		if (err == 1) {
-			c->sync_full = true; /* an older copy put back */
-			fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
-			        m->name, c->path, bm_last_error());
-		}
-		err = err < 0 ? err : 0;
+	bool older;
+	err = bm_recover_judge(m, c, nb, &older); /* (as a reconnect's) */
+	if (older) {
+		c->sync_full = true; /* an older copy put back */
+		fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
+		        m->name, c->path, bm_last_error());
 	}
 	if (err < 0) {
 		char why[200];
 		snprintf(why, sizeof(why), "%s", bm_last_error());
-		err = bm_error(-err, "%s: %s", c->path, why);
-		if (nb->ops->abort)
-			nb->ops->abort(nb);
-		nb->ops->close(nb);
-		return err;
+		bm_error(-err, "%s: %s", c->path, why);
+		return bm_backend_discard(nb, err);
 	}
 	pthread_mutex_lock(&m->meta_lock);
 	old = c->be;

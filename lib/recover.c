@@ -240,7 +240,7 @@ static bool repair_one(struct bm_mirror *m, const struct bm_repair *rp)
  * of this mirror and fits it.  -EEXIST: refused (another label, too
  * small, a larger minimum block size than clients were told), tried again
  * slowly; other errors: still away. */
-int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
+static int check_label(struct bm_mirror *m, struct bm_component *c,
                        struct bm_backend *be, struct bm_label *seen)
 {
 	struct bm_label l;
@@ -282,8 +282,8 @@ int bm_recover_check_label(struct bm_mirror *m, struct bm_component *c,
  * label (a copy of it from before, put back): 1, copied in full (its
  * bitmap may lack bits cleared since).  The label last written: 0.
  */
-int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
-                             struct bm_backend *be, const struct bm_label *seen)
+static int check_history(struct bm_mirror *m, struct bm_component *c,
+                         struct bm_backend *be, const struct bm_label *seen)
 {
 	int err = bm_lease_is_ours(m, c, be);
 
@@ -325,6 +325,18 @@ int bm_recover_check_history(struct bm_mirror *m, struct bm_component *c,
 	return 0;
 }
 
+int bm_recover_judge(struct bm_mirror *m, struct bm_component *c,
+                     struct bm_backend *be, bool *older)
+{
+	struct bm_label seen = {0};
+	int err = check_label(m, c, be, &seen);
+
+	if (err == 0)
+		err = check_history(m, c, be, &seen);
+	*older = err == 1;
+	return err < 0 ? err : 0;
+}
+
 /* meta_lock held: writes the label of c, come back on be; on an error,
  * ends be's requests (the next attempt closes it) and says why. */
 static int write_back_label(struct bm_mirror *m, struct bm_component *c,
@@ -347,7 +359,6 @@ static int write_back_label(struct bm_mirror *m, struct bm_component *c,
 static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 {
 	struct bm_backend *be = NULL, *old;
-	struct bm_label seen;
 	bool older = false;
 	int err;
 
@@ -367,15 +378,10 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		old->ops->close(old);
 	err = bm_backend_open(c->path, true, &be);
 	if (err == 0)
-		err = bm_recover_check_label(m, c, be, &seen);
-	if (err == 0) {
-		err = bm_recover_check_history(m, c, be, &seen);
-		older = err == 1;
-		if (older)
-			fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
-			        m->name, c->path, bm_last_error());
-		err = err < 0 ? err : 0;
-	}
+		err = bm_recover_judge(m, c, be, &older);
+	if (older)
+		fprintf(stderr, "blkmirror: %s: %s: %s, copied in full\n",
+		        m->name, c->path, bm_last_error());
 	if (err < 0) {
 		/* it answers but is not taken (refused: EEXIST; or its label
 		 * or a flush did not end): status says why, while away;
@@ -386,17 +392,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 		if (be && from == BM_CS_DISCONNECTED &&
 		    atomic_load(&c->state) == BM_CS_DISCONNECTED)
 			bm_set_why(m, c, "%s", bm_last_error());
-		if (be) {
-			char msg[sizeof(c->why)];
-			snprintf(msg, sizeof(msg), "%s", bm_last_error());
-			/* its label read may still be outstanding (a component
-			 * that hangs): end it, so that close does not wait */
-			if (be->ops->abort)
-				be->ops->abort(be);
-			be->ops->close(be);
-			bm_error(-err, "%s", msg); /* close may have said more */
-		}
-		return err;
+		return be ? bm_backend_discard(be, err) : err;
 	}
 	pthread_mutex_lock(&m->meta_lock);
 	if (atomic_load(&c->state) != from) {
@@ -448,7 +444,7 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
  * service, so it cannot come back through DISCONNECTED, and before this
  * every request failed until the mirror was restarted.  It is opened again
  * in place once its server answers with a label this server wrote there
- * (bm_recover_check_history: from the last that landed to the last tried,
+ * (check_history: from the last that landed to the last tried,
  * the same history, not an older copy put back) and with this server's
  * lease; the new
  * connection replaces the dead one while bm_comp_get refuses it
@@ -460,31 +456,18 @@ int bm_recover_reopen(struct bm_mirror *m, struct bm_component *c)
 static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 {
 	struct bm_backend *nb = NULL, *old;
-	struct bm_label seen;
+	bool older = false;
 	int err;
 
 	if (c->be && atomic_load(&c->be->detached) > 0)
 		return -EBUSY; /* a write given up may still land: not yet */
 	err = bm_backend_open(c->path, true, &nb);
 	if (err == 0)
-		err = bm_recover_check_label(m, c, nb, &seen);
-	if (err == 0) {
-		/* nothing older either: it is the only copy in service */
-		err = bm_recover_check_history(m, c, nb, &seen);
-		if (err == 1) /* (the only copy: nothing to copy it from) */
-			err = bm_error(EEXIST, "%s", bm_last_error());
-	}
-	if (err < 0) {
-		if (nb) {
-			char msg[sizeof(c->why)];
-			snprintf(msg, sizeof(msg), "%s", bm_last_error());
-			if (nb->ops->abort)
-				nb->ops->abort(nb);
-			nb->ops->close(nb);
-			bm_error(-err, "%s", msg);
-		}
-		return err;
-	}
+		err = bm_recover_judge(m, c, nb, &older);
+	if (older) /* the only copy: nothing to copy it from, not taken */
+		err = bm_error(EEXIST, "%s", bm_last_error());
+	if (err < 0)
+		return nb ? bm_backend_discard(nb, err) : err;
 	atomic_store(&c->swapping, true);
 	for (int waited = 0; atomic_load(&c->users) > 0; waited++) {
 		if (waited >= 2000 || atomic_load(&m->stopping)) {
