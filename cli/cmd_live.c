@@ -441,26 +441,34 @@ static bool same_disk(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* After one of several inserts failed: the ones inserted before it go. */
-static void undo_inserts(const char *name, char **paths, int n)
+/* Runs the server's removal of paths (as it knows them); 0, or 1 said. */
+static int remove_job(const char *name, char *const *paths, size_t n)
 {
-	size_t len = 32;
-	for (int i = 0; i < n; i++)
+	size_t len = 32, used;
+	for (size_t i = 0; i < n; i++)
 		len += strlen(paths[i]) + 1;
 	char *cmd = malloc(len);
 	if (!cmd)
-		return;
-	size_t used = (size_t)sprintf(cmd, "live remove ");
-	for (int i = 0; i < n; i++)
+		return cli_fail("out of memory");
+	used = (size_t)sprintf(cmd, "live remove ");
+	for (size_t i = 0; i < n; i++)
 		used += (size_t)sprintf(cmd + used, "%s%s", i ? "\t" : "",
 		                        paths[i]);
+	int rc = live_run_job(name, cmd);
+	free(cmd);
+	return rc;
+}
+
+/* After one of several inserts failed: the ones inserted before it go. */
+static void undo_inserts(const char *name, char **paths, int n)
+{
 	fprintf(stderr, "blkmirror: insert: removing again what this command "
 	        "inserted before the failure\n");
 	fflush(stdout);
-	if (live_run_job(name, cmd) != 0)
-		fprintf(stderr, "blkmirror: insert: %s could not be removed "
-		        "again; 'blkmirror remove %s ...'\n", paths[0], name);
-	free(cmd);
+	if (remove_job(name, paths, (size_t)n) != 0)
+		fprintf(stderr, "blkmirror: insert: what it inserted could not "
+		        "be removed again; see 'blkmirror status %s' and remove "
+		        "it\n", name);
 }
 
 int cmd_insert(int argc, char **argv)
@@ -556,7 +564,6 @@ int cmd_insert(int argc, char **argv)
 int cmd_remove(int argc, char **argv)
 {
 	int opt, status, rc;
-	size_t len = 32;
 
 	optind = 0;
 	while ((opt = cli_getopt(argc, argv, "remove", "", NULL, &status)) != -1)
@@ -569,31 +576,23 @@ int cmd_remove(int argc, char **argv)
 	if (argc - optind - 1 > BM_MAX_COMPONENTS)
 		return cli_usage("remove: a mirror has at most %d components",
 		                 BM_MAX_COMPONENTS);
-	for (int i = optind + 1; i < argc; i++) {
+	for (int i = optind + 1; i < argc; i++)
 		if ((rc = cli_check_path("remove", argv[i])) != 0)
 			return rc;
-		len += strlen(argv[i]) + PATH_MAX + 1;
-	}
 	if (need_running("remove", name))
 		return 1;
-	char *cmd = malloc(len);
-	if (!cmd)
-		return cli_fail("out of memory");
-	size_t used = (size_t)sprintf(cmd, "live remove ");
-	for (int i = optind + 1; i < argc; i++) {
-		/* As status shows it: the path as recorded (canonical), or as
-		 * typed when that is how it is known. */
-		char *p = canonical_path(argv[i]);
-		if (!p) {
-			free(cmd);
-			return cli_fail("out of memory");
-		}
-		used += (size_t)sprintf(cmd + used, "%s%s",
-		                        i > optind + 1 ? "\t" : "", p);
-		free(p);
-	}
-	rc = live_run_job(name, cmd);
-	free(cmd);
+	/* As status shows them: the paths as recorded (canonical), or as
+	 * typed when that is how they are known. */
+	char *paths[BM_MAX_COMPONENTS] = {0};
+	size_t n = 0;
+	rc = 0;
+	for (int i = optind + 1; i < argc && rc == 0; i++)
+		if (!(paths[n++] = canonical_path(argv[i])))
+			rc = cli_fail("out of memory");
+	if (rc == 0)
+		rc = remove_job(name, paths, n);
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
 	return rc;
 }
 
