@@ -357,9 +357,6 @@ out:
 	return err;
 }
 
-/* bm_error, then 1: a reason, not a failure. */
-#define bm_error_1(...) (bm_error(__VA_ARGS__), 1)
-
 /* What clearing entry 0 of in[0..n) leaves: 1 (with the reason) when an
  * older copy would become the mirror's (assembly_decide.c's rules). */
 static int clear_leaves_older(const char *name, struct bm_asm_input *in,

@@ -50,9 +50,6 @@
 #include "mirror.h"
 
 #define RETRY_FIRST_MS 1000
-
-/* bm_error, then 1: a finding, not a failure. */
-#define bm_error_1(...) (bm_error(__VA_ARGS__), 1)
 #define RETRY_MAX_MS 30000
 #define REPAIR_AGAIN_MS 1000  /* the least time between a repair's tries */
 
