@@ -265,6 +265,7 @@ int bm_label_write_new(const char *name, const char *const *paths, size_t n,
 		l.genid = 1;
 		l.syncid = 1;
 		l.seq = 1;
+		l.events = 1;
 		l.component_flags = (i > 0 && !p->no_sync) ? BM_CF_SYNCHRONIZING : 0;
 		l.balance = (uint32_t)p->balance;
 		l.slice = p->slice;
@@ -382,6 +383,7 @@ static int clear_leaves_older(const char *name, struct bm_asm_input *in,
 			return 0;
 		if (all.was_dirty && in[i].present &&
 		    all.comp[i].role == BM_ROLE_SYNCHRONIZING &&
+		    !all.comp[i].older &&
 		    !(all.missed & (1u << i)) && l->genid == all.genid &&
 		    l->syncid == all.syncid &&
 		    !(l->component_flags & (BM_CF_SYNCHRONIZING | BM_CF_INACTIVE)))
@@ -616,6 +618,7 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	m->size = out.data_size;
 	m->genid = out.genid;
 	m->syncid = out.syncid;
+	m->events = out.events;
 	m->missed = out.missed;
 	m->mirror_flags = source->label.mirror_flags;
 	atomic_store(&m->balance, (int)source->label.balance);
@@ -644,6 +647,11 @@ static int choose_states(struct bm_mirror *m, const char *name,
 			atomic_store(&c->state, BM_CS_SYNCHRONIZING);
 			atomic_store(&c->sync_offset, d->sync_offset);
 			atomic_store(&c->sync_durable, d->sync_offset);
+			if (d->older) {
+				snprintf(c->why, sizeof(c->why), "%s", d->why);
+				fprintf(stderr, "blkmirror: %s: %s is %s\n", name,
+				        c->path, d->why);
+			}
 			break;
 		}
 	}
@@ -680,6 +688,16 @@ static int open_bitmap(struct bm_mirror *m, const char *name)
 		struct bm_component *c = &m->comp[i];
 		if (c->label.component_flags & BM_CF_FORCE_SYNC)
 			c->sync_full = true;
+		/* behind the last clear: bits of writes it lacks are gone
+		 * (an older copy put back; or it missed the clear's header
+		 * write, which a crash in the middle of a clear leaves) */
+		if (atomic_load(&c->state) == BM_CS_SYNCHRONIZING &&
+		    !c->sync_full && bm_bitmap_behind(m, c)) {
+			c->sync_full = true;
+			fprintf(stderr, "blkmirror: %s: %s: its bitmap is older "
+			        "than the last clear of the others': copied in "
+			        "full\n", name, c->path);
+		}
 	}
 	if (!usable)
 		fprintf(stderr, "blkmirror: %s: a bitmap is damaged; components "

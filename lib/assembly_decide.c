@@ -36,18 +36,25 @@
  *         X supersedes Y, whatever their genids (Y may have a higher genid
  *         from departures of others while nothing was written to it);
  *       - neither: the same history; genid and syncid decide (gmirror's
- *         rule: a lower (genid, syncid) missed writes).
+ *         rule: a lower (genid, syncid) missed writes), then events
+ *         (version 3: the mirror's count of DIRTY and clean marks; fewer at
+ *         the same genid and syncid is an older copy of the component put
+ *         back, a snapshot say, which gmirror's rule takes for current).
  *     Labels of version 1 record nothing (missed 0): the genid/syncid rule
- *     alone applies, as before.
+ *     alone applies, as before; events are compared only when both labels
+ *     have them (version 3).
  *
  *  4. The source is, among the components holding the data in full that no
- *     other one supersedes, the highest (genid, syncid), then the highest
- *     priority, then the first listed.  Every other component with the
- *     source's (genid, syncid) that no label says missed writes is ACTIVE if
- *     the source's generation was stopped cleanly, or resumes its copy at its
- *     checkpoint if it was being copied; when the generation was DIRTY, or
- *     the component is older, it is copied from offset 0.  Deactivated
- *     components stay INACTIVE.
+ *     other one supersedes, the highest (genid, syncid, events), then the
+ *     highest priority, then the first listed.  Every other component with
+ *     the source's (genid, syncid) and events that no label says missed
+ *     writes is ACTIVE if the source's generation was stopped cleanly, or
+ *     resumes its copy at its checkpoint if it was being copied; when the
+ *     generation was DIRTY, or the component is older, it is copied from
+ *     offset 0 (an older copy of itself, fewer events, is `older`: over
+ *     the bitmap's regions only if its bitmap header shows no clear since,
+ *     bitmap.c and assemble.c decide).  Deactivated components stay
+ *     INACTIVE.
  *
  *  5. force_source: that component is the source; every other one is copied
  *     from it in full (INACTIVE ones stay INACTIVE), and the genid is raised
@@ -72,13 +79,33 @@ bool bm_label_says_missed(const struct bm_label *a, uint64_t id)
 	return false;
 }
 
-/* genid, then syncid, then seq: the label written last in the history. */
-static int cmp_age(const struct bm_label *a, const struct bm_label *b)
+/* a's events are fewer than b's, both known (version 3): at the same
+ * genid and syncid, a is an older copy of its component (label.h). */
+static bool fewer_events(const struct bm_label *a, const struct bm_label *b)
+{
+	return a->events && b->events && a->events < b->events;
+}
+
+/* genid, then syncid, then events: the newer place in the history (0:
+ * the same, as far as the labels tell). */
+static int cmp_history(const struct bm_label *a, const struct bm_label *b)
 {
 	if (a->genid != b->genid)
 		return a->genid > b->genid ? 1 : -1;
 	if (a->syncid != b->syncid)
 		return a->syncid > b->syncid ? 1 : -1;
+	if (fewer_events(a, b) || fewer_events(b, a))
+		return fewer_events(b, a) ? 1 : -1;
+	return 0;
+}
+
+/* The history, then seq: the label written last. */
+static int cmp_age(const struct bm_label *a, const struct bm_label *b)
+{
+	int h = cmp_history(a, b);
+
+	if (h)
+		return h;
 	if (a->seq != b->seq)
 		return a->seq > b->seq ? 1 : -1;
 	return 0;
@@ -213,9 +240,8 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 				continue;
 			const struct bm_label *a = &in[i].label;
 			const struct bm_label *b = src >= 0 ? &in[src].label : NULL;
-			if (!b || a->genid > b->genid ||
-			    (a->genid == b->genid && (a->syncid > b->syncid ||
-			     (a->syncid == b->syncid && a->priority > b->priority))))
+			int h = b ? cmp_history(a, b) : 1;
+			if (h > 0 || (h == 0 && a->priority > b->priority))
 				src = i;
 		}
 		if (src < 0 && out->split[0] < 0) {
@@ -260,11 +286,14 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 	out->source = src;
 	out->genid = s->genid;
 	out->syncid = s->syncid;
+	out->events = s->events;
 	for (int i = 0; i < n; i++) {
 		if (!usable[i])
 			continue;
 		if (in[i].label.genid > out->genid)
 			out->genid = in[i].label.genid;
+		if (in[i].label.events > out->events) /* (never counts back) */
+			out->events = in[i].label.events;
 		if (out->forced && in[i].label.syncid > out->syncid)
 			out->syncid = in[i].label.syncid;
 	}
@@ -273,7 +302,8 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 	for (int i = 0; i < n && !out->forced; i++)
 		if (usable[i] && (in[i].label.component_flags & BM_CF_DIRTY) &&
 		    in[i].label.genid == s->genid &&
-		    in[i].label.syncid == s->syncid)
+		    in[i].label.syncid == s->syncid &&
+		    !fewer_events(&in[i].label, s))
 			out->was_dirty = true;
 
 	/* Ids: the present ones' own; an absent one's from the source's
@@ -315,7 +345,9 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			if (cand[k] && k != i &&
 			    bm_label_says_missed(&in[k].label, l->component_id))
 				missed_writes = true;
-		bool current = !out->forced && !missed_writes &&
+		bool older = l->genid == s->genid && l->syncid == s->syncid &&
+		             fewer_events(l, s);
+		bool current = !out->forced && !missed_writes && !older &&
 		               l->genid == s->genid && l->syncid == s->syncid;
 		if (i == src) {
 			c->role = BM_ROLE_ACTIVE;
@@ -332,6 +364,12 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 		} else {
 			c->role = BM_ROLE_SYNCHRONIZING;
 			c->sync_offset = 0;
+			c->older = older;
+			if (older)
+				snprintf(c->why, sizeof(c->why), "an older copy of "
+				         "itself (events %" PRIu64 ", %s has %"
+				         PRIu64 "): copied again", l->events,
+				         in[src].path, s->events);
 		}
 	}
 	return out->result = BM_ASM_OK;

@@ -47,7 +47,10 @@ struct bm_asm_comp {
 	bool duplicate;       /* ABSENT as another view of a component used */
 	uint64_t known_id;    /* its component id: its label's, or (absent)
 	                         the one the source's member list gives it */
-	char why[256];        /* ABSENT, INACTIVE: for status */
+	bool older;           /* SYNCHRONIZING: an older copy of itself (the
+	                         same genid and syncid, fewer events: a
+	                         snapshot put back), so copied in full */
+	char why[256];        /* ABSENT, INACTIVE, older: for status */
 };
 
 struct bm_asm_out {
@@ -58,6 +61,7 @@ struct bm_asm_out {
 	                         cleanly: the others are copied from it */
 	bool forced;          /* the source was chosen by force_source */
 	uint64_t mirror_id, data_size, genid, syncid;
+	uint64_t events;      /* the highest of the labels' (label.h) */
 	uint32_t missed;      /* entries (bit i = entry i) that missed writes
 	                         the source holds */
 	struct bm_asm_comp comp[BM_MAX_COMPONENTS];

@@ -46,8 +46,9 @@
  * it); under meta_lock, the same connections still ACTIVE, their bits are
  * cleared in memory (then touched is looked at again: a write that began
  * meanwhile may have seen the bit, which is put back), and only the
- * blocks that changed are rewritten (the header too, with clear_seq and
- * members, when the members are not the components present).  A
+ * blocks that changed are rewritten, with each component's header
+ * (clear_seq bumped; the members too when they are not the components
+ * present: then every block is rewritten).  A
  * component that does not take them is dropped, as for a bit it cannot
  * set; any bitmap write that failed after it was issued marks its
  * component (write_unsure), whose next bitmap write first waits for the
@@ -59,15 +60,30 @@
  * bit or was in sync on it when cleared.
  *
  * Catching up.  A component may be copied over the set regions only (not
- * in full) iff the mirror has a bitmap and its component_id is among the
- * members of the last clear (the header with the highest clear_seq).  It
- * was then in sync; every write since that clear was issued only after its
- * region's bit was durable, and no clear happened since (it would have
- * needed this component ACTIVE, and a clear without it makes it no member).
- * Its own writes that failed are in set regions too.  Otherwise — a new
- * component (insert), `rebuild` (sync_full), a component whose label says
- * FORCE_SYNC at assembly (rebuild or activate interrupted by a restart),
- * a mirror without bitmap — the copy is in full.
+ * in full) iff the mirror has a bitmap, its component_id is among the
+ * members of the last clear (the header with the highest clear_seq), and
+ * its own header holds that clear_seq.  It was then in sync; every write
+ * since that clear was issued only after its region's bit was durable, and
+ * no clear happened since (it would have needed this component ACTIVE, and
+ * a clear without it makes it no member).  Its own writes that failed are
+ * in set regions too.  Otherwise — a new component (insert), `rebuild`
+ * (sync_full), a component whose label says FORCE_SYNC at assembly
+ * (rebuild or activate interrupted by a restart), a mirror without bitmap
+ * — the copy is in full.
+ *
+ * Older copies.  Every clear bumps clear_seq in the header of every
+ * component in service, so a copy of a component taken before a clear (a
+ * snapshot put back, a replica that lagged) holds a lower clear_seq: it
+ * lacks writes whose bits are gone.  At assembly such a component is
+ * copied in full (bm_bitmap_behind: behind the newest header read); one
+ * that comes back while the mirror runs is judged against the clear_seq
+ * this server last wrote there (bm_bitmap_judge, from recover.c's judge)
+ * — the case its label cannot show, a copy taken while the mirror stayed
+ * DIRTY, so that no label was written between the copy and its departure.
+ * A crash in the middle of a clear's header writes leaves one header
+ * behind: that component is copied in full too (it cannot be told from
+ * an older copy).  A copy put back while the mirror was stopped cleanly
+ * is caught first by its label (label.h: events).
  *
  * After an unclean stop (DIRTY labels), the components that are not the
  * source are copied over the union of every component's set bits (the
@@ -404,6 +420,10 @@ struct bm_bitmap {
 	 * in service (the last ACTIVE one) that old image may still land
 	 * over a newer one, so its next bitmap write waits (landed_before) */
 	bool write_unsure[BM_MAX_COMPONENTS];
+	/* meta_lock: the clear_seq each component's header holds, as read
+	 * at open and then written with success (0: not known); a component
+	 * that comes back with less is an older copy (bm_bitmap_judge) */
+	uint64_t own_clear_seq[BM_MAX_COMPONENTS];
 	/* The settle pass (see THE RULES, Settling) */
 	_Atomic uint32_t *touched;   /* per region: epoch of its last write */
 	_Atomic uint32_t epoch;      /* starts at 1; bumped by the pass */
@@ -521,22 +541,31 @@ static int landed_before(struct bm_mirror *m, struct bm_component *c, long tmo)
 	return 0;
 }
 
-/* Caller holds meta_lock and b->lock.  Writes the whole bitmap (header and
- * blocks from want) to c and flushes it. */
-static int write_all_to(struct bm_mirror *m, struct bm_component *c)
+/* b->lock held: c's header as the mirror's header says it now. */
+static struct bm_bitmap_header header_of(struct bm_mirror *m,
+                                         struct bm_component *c)
 {
 	struct bm_bitmap *b = m->bitmap;
 	struct bm_bitmap_header h = b->h;
-	int err = landed_before(m, c, atomic_load(&m->io_timeout_ms));
-
-	if (err < 0)
-		return err;
 
 	h.mirror_id = c->label.mirror_id;
 	h.component_id = c->label.component_id;
 	h.region_size = b->region;
 	h.nregions = b->nregions;
 	h.nblocks = b->nblocks;
+	return h;
+}
+
+/* Caller holds meta_lock and b->lock.  Writes the whole bitmap (header and
+ * blocks from want) to c and flushes it. */
+static int write_all_to(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	struct bm_bitmap_header h = header_of(m, c);
+	int err = landed_before(m, c, atomic_load(&m->io_timeout_ms));
+
+	if (err < 0)
+		return err;
 	uint8_t *all = encode_all(&h, b->want);
 	if (!all)
 		return -ENOMEM;
@@ -550,6 +579,8 @@ static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 		                                 tmo, &slow);
 	if (err < 0)
 		b->write_unsure[c - m->comp] = true;
+	else
+		b->own_clear_seq[c - m->comp] = h.clear_seq;
 	free(all);
 	return err;
 }
@@ -605,6 +636,7 @@ int bm_bitmap_open(struct bm_mirror *m, bool *usable)
 			continue;
 		}
 		loaded++;
+		b->own_clear_seq[i] = h.clear_seq;
 		for (size_t k = 0; k < (size_t)nblocks * BM_BITMAP_BITS_BYTES; k++)
 			b->want[k] |= bits[k];
 		if (h.clear_seq > b->h.clear_seq ||
@@ -640,6 +672,55 @@ int bm_bitmap_open(struct bm_mirror *m, bool *usable)
 	m->bitmap = b;
 	*usable = bad == 0;
 	return 0;
+}
+
+bool bm_bitmap_behind(struct bm_mirror *m, struct bm_component *c)
+{
+	struct bm_bitmap *b = m->bitmap;
+	bool behind;
+
+	if (!b || !has_bitmap(m, c))
+		return false;
+	pthread_mutex_lock(&b->lock);
+	behind = b->own_clear_seq[c - m->comp] < b->h.clear_seq;
+	pthread_mutex_unlock(&b->lock);
+	return behind;
+}
+
+int bm_bitmap_judge(struct bm_mirror *m, struct bm_component *c,
+                    struct bm_backend *be)
+{
+	struct bm_bitmap *b = m->bitmap;
+	struct bm_bitmap_header h;
+	uint8_t *buf;
+	int err;
+
+	if (!b || !c->label.bitmap_size || c->label.bitmap_chunk != b->region)
+		return 0;
+	pthread_mutex_lock(&m->meta_lock);
+	uint64_t want = b->own_clear_seq[c - m->comp];
+	uint64_t off = c->label.bitmap_offset;
+	pthread_mutex_unlock(&m->meta_lock);
+	if (want == 0)
+		return 0; /* (nothing known of it) */
+	if (posix_memalign((void **)&buf, 4096, BM_BITMAP_BLOCK))
+		return -ENOMEM;
+	err = bm_backend_io_wait_patient(be, BM_BOP_READ, buf, BM_BITMAP_BLOCK,
+	                                 off, 0, atomic_load(&m->io_timeout_ms),
+	                                 NULL);
+	if (err == 0 && bm_bitmap_header_decode(buf, BM_BITMAP_BLOCK, &h) < 0) {
+		char why[200];
+		snprintf(why, sizeof(why), "%s", bm_last_error());
+		err = bm_error_1(ESTALE, "its bitmap cannot be read (%s)", why);
+	} else if (err == 0 && h.clear_seq < want) {
+		err = bm_error_1(ESTALE, "it came back with an older bitmap "
+		                 "(clear %llu; this server last wrote %llu): an "
+		                 "older copy of it, which lacks writes whose bits "
+		                 "were cleared since", (unsigned long long)h.clear_seq,
+		                 (unsigned long long)want);
+	}
+	free(buf);
+	return err;
 }
 
 bool bm_bitmap_is_member(struct bm_mirror *m, struct bm_component *c)
@@ -690,15 +771,29 @@ int bm_bitmap_write_all_locked(struct bm_mirror *m)
 	return first;
 }
 
+/* Runs ops[0..n) at once; errs[opc[i]] keeps the first error of each
+ * component. */
+static void wait_batch(struct bm_wait_op *ops, const int *opc, int n,
+                       long tmo, int *errs)
+{
+	bm_backend_io_wait_all(ops, n, tmo);
+	for (int i = 0; i < n; i++)
+		if (ops[i].result < 0 && errs[opc[i]] == 0)
+			errs[opc[i]] = ops[i].result;
+}
+
 /* Caller holds meta_lock.  Writes the n encoded blocks img (block numbers
  * idx) to every component in service that has a bitmap, then flushes each
  * that took them all: all components at once (one component's time, not
  * the sum), blocks in batches of what bm_backend_io_wait_all keeps in
  * flight, a component that failed one left out of the next batches.
+ * hdrs (NULL: none): each component's header (BM_BITMAP_BLOCK bytes at
+ * its index), written after the blocks and before the flush.
  * errs[i]: component i's result (0 for those not written).  0, or -ENOMEM
  * (nothing written). */
 static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
-                                   const uint32_t *idx, uint32_t n, int *errs)
+                                   const uint32_t *idx, uint32_t n,
+                                   const uint8_t *hdrs, int *errs)
 {
 	long tmo = atomic_load(&m->io_timeout_ms);
 	struct bm_patience slow[BM_MAX_COMPONENTS];
@@ -735,11 +830,22 @@ static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
 				               (uint64_t)(idx[k] + 1) * BM_BITMAP_BLOCK,
 				        .patience = &slow[ci]};
 			}
-		bm_backend_io_wait_all(ops, nops, tmo);
-		for (int i = 0; i < nops; i++)
-			if (ops[i].result < 0 && errs[opc[i]] == 0)
-				errs[opc[i]] = ops[i].result;
+		wait_batch(ops, opc, nops, tmo, errs);
 	}
+	nops = 0;
+	for (int w = 0; hdrs && w < ncomp; w++) {
+		int ci = who[w];
+		if (errs[ci] < 0)
+			continue;
+		opc[nops] = ci;
+		ops[nops++] = (struct bm_wait_op){.be = m->comp[ci].be,
+		        .op = BM_BOP_WRITE,
+		        .buf = (void *)(hdrs + (size_t)ci * BM_BITMAP_BLOCK),
+		        .len = BM_BITMAP_BLOCK,
+		        .off = m->comp[ci].label.bitmap_offset,
+		        .patience = &slow[ci]};
+	}
+	wait_batch(ops, opc, nops, tmo, errs);
 	nops = 0;
 	for (int w = 0; w < ncomp; w++) {
 		int ci = who[w];
@@ -749,9 +855,7 @@ static int write_blocks_everywhere(struct bm_mirror *m, const uint8_t *img,
 		ops[nops++] = (struct bm_wait_op){.be = m->comp[ci].be,
 		        .op = BM_BOP_FLUSH, .patience = &slow[ci]};
 	}
-	bm_backend_io_wait_all(ops, nops, tmo);
-	for (int i = 0; i < nops; i++)
-		errs[opc[i]] = ops[i].result;
+	wait_batch(ops, opc, nops, tmo, errs);
 	for (int w = 0; w < ncomp; w++)
 		if (errs[who[w]] < 0)
 			m->bitmap->write_unsure[who[w]] = true;
@@ -820,7 +924,7 @@ static int flush_pending(struct bm_mirror *m)
 		wrote[ci] = writable(&m->comp[ci]) &&
 		            has_bitmap(m, &m->comp[ci]);
 	if (n)
-		err = write_blocks_everywhere(m, img, idx, n, errs);
+		err = write_blocks_everywhere(m, img, idx, n, NULL, errs);
 	if (n && err == 0)
 		drop_unwritten(m, errs, "cannot write its bitmap");
 	/* after every drop: one may have failed another's label */
@@ -1100,7 +1204,7 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	struct bm_bitmap *b = m->bitmap;
 	uint64_t cleared = 0, r;
 	uint32_t *idx = NULL, n = 0;
-	uint8_t *img = NULL;
+	uint8_t *img = NULL, *hdrs = NULL;
 	bool *changed = NULL;
 	unsigned epochs[BM_MAX_COMPONENTS];
 	int errs[BM_MAX_COMPONENTS] = {0};
@@ -1110,9 +1214,10 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	changed = calloc(b->nblocks, sizeof(*changed));
 	idx = malloc(b->nblocks * sizeof(*idx));
 	img = malloc((size_t)b->nblocks * BM_BITMAP_BLOCK);
+	hdrs = malloc((size_t)m->ncomp * BM_BITMAP_BLOCK);
 	/* every write to those regions has ended (epoch e drained): on
 	 * stable storage everywhere before any bit of theirs is cleared */
-	if (!changed || !idx || !img || !flush_everywhere(m, epochs))
+	if (!changed || !idx || !img || !hdrs || !flush_everywhere(m, epochs))
 		goto out_free;
 	pthread_mutex_lock(&m->meta_lock);
 	if (!same_connections(m, epochs))
@@ -1159,19 +1264,39 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 		                       img + (size_t)n * BM_BITMAP_BLOCK);
 		idx[n++] = i;
 	}
+	/* Every clear counts in the headers (clear_seq): a copy of a
+	 * component taken before it (a snapshot) lacks writes whose bits
+	 * are gone, and is told by its header when it comes back
+	 * (bm_bitmap_judge), even where no label was written since. */
+	uint64_t seq_now = 0;
+	if (n) {
+		b->h.clear_seq++;
+		b->h.seq++;
+		seq_now = b->h.clear_seq;
+		for (int i = 0; i < m->ncomp; i++) {
+			struct bm_bitmap_header h = header_of(m, &m->comp[i]);
+			bm_bitmap_header_encode(&h, hdrs + (size_t)i * BM_BITMAP_BLOCK);
+		}
+	}
 	pthread_mutex_unlock(&b->lock);
 	/* A bit-setting writer waits for meta_lock to write its blocks: ours
 	 * land first.  A component that did not take them all is dropped
 	 * (drop_unwritten); on its disk they left stale bits or a bad crc,
 	 * a copy too many or a full one: safe. */
-	if (n && write_blocks_everywhere(m, img, idx, n, errs) == 0)
+	if (n && write_blocks_everywhere(m, img, idx, n, hdrs, errs) == 0) {
+		for (int i = 0; i < m->ncomp; i++)
+			if (errs[i] == 0 && writable(&m->comp[i]) &&
+			    has_bitmap(m, &m->comp[i]))
+				b->own_clear_seq[i] = seq_now;
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
+	}
 out:
 	pthread_mutex_unlock(&m->meta_lock);
 out_free:
 	free(changed);
 	free(idx);
 	free(img);
+	free(hdrs);
 	return cleared;
 }
 

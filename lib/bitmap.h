@@ -54,8 +54,9 @@
  * rewrite never clears a bit that a write in flight relies on (clears
  * happen only with no write in flight).  The settle pass clears the bits
  * of regions no write touched for a while by rewriting only their blocks
- * (the header too when the members changed), after every component
- * flushed, never a bit of a region with a write in flight.  A block or
+ * and the header (clear_seq bumped; every block when the members
+ * changed), after every component flushed, never a bit of a region with a
+ * write in flight.  A block or
  * header with a bad
  * crc or magic makes the whole
  * bitmap of that component unusable (treated as all set if another
@@ -204,6 +205,17 @@ void bm_bitmap_clear_locked(struct bm_mirror *m);
 int bm_bitmap_write_component_locked(struct bm_mirror *m,
                                      struct bm_component *c);
 int bm_bitmap_write_all_locked(struct bm_mirror *m);
+/* Is c's own header behind the last clear (read at open: a snapshot from
+ * before it, or a clear whose header write it missed)?  Then it lacks
+ * writes whose bits are gone and is copied in full (meta_lock held, or
+ * before the mirror serves). */
+bool bm_bitmap_behind(struct bm_mirror *m, struct bm_component *c);
+/* c comes back on be (recover.c bm_recover_judge): 0 when its header is
+ * the one this server last wrote there (or nothing is known), 1 with
+ * bm_last_error() when older or unreadable (copied in full), or -errno
+ * (read failed: still away). */
+int bm_bitmap_judge(struct bm_mirror *m, struct bm_component *c,
+                    struct bm_backend *be);
 /* May c catch up over the set regions only (see bitmap.c's rules)? */
 bool bm_bitmap_is_member(struct bm_mirror *m, struct bm_component *c);
 /* Region size (0: no bitmap); is region r set (true without a bitmap)? */

@@ -45,11 +45,14 @@ enum {
 	OFF_LAST_WRITE = 256,
 	OFF_MISSED = 264,
 	OFF_MEMBER_ID = 272,     /* BM_MAX_COMPONENTS u64s */
-	OFF_END_OF_V2 = OFF_MEMBER_ID + 8 * BM_MAX_COMPONENTS, /* zeros to crc */
+	OFF_END_OF_V2 = OFF_MEMBER_ID + 8 * BM_MAX_COMPONENTS,
+	/* version 3 */
+	OFF_EVENTS = OFF_END_OF_V2,
+	OFF_END_OF_V3 = OFF_EVENTS + 8, /* zeros to the crc */
 	OFF_CRC = BM_LABEL_USED - 4,
 };
 _Static_assert(OFF_END_OF_FIELDS <= OFF_LAST_WRITE, "label fields overlap");
-_Static_assert(OFF_END_OF_V2 <= OFF_CRC, "label fields overlap the crc");
+_Static_assert(OFF_END_OF_V3 <= OFF_CRC, "label fields overlap the crc");
 _Static_assert(sizeof(BM_LABEL_MAGIC) == 16, "magic is 16 bytes");
 _Static_assert(BM_LABEL_USED <= BM_LABEL_SIZE, "label fits its block");
 
@@ -114,6 +117,7 @@ void bm_label_encode(const struct bm_label *l, uint8_t out[BM_LABEL_SIZE])
 	bm_put32(out, OFF_MISSED, l->missed);
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 		bm_put64(out, OFF_MEMBER_ID + 8 * i, l->member_id[i]);
+	bm_put64(out, OFF_EVENTS, l->events);
 	bm_put32(out, OFF_CRC, bm_crc32c(0, out, OFF_CRC));
 }
 
@@ -180,6 +184,8 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 		for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 			l->member_id[i] = bm_get64(buf, OFF_MEMBER_ID + 8 * i);
 	}
+	if (l->version >= 3)
+		l->events = bm_get64(buf, OFF_EVENTS);
 
 	if (l->mirror_flags & ~BM_MF_ALL)
 		return bm_error(EINVAL, "label has unknown mirror flags %#x",
@@ -215,7 +221,8 @@ int bm_label_decode(const uint8_t *buf, size_t len, struct bm_label *l)
 		                l->ncomponents);
 	for (size_t i = OFF_END_OF_FIELDS; i < OFF_CRC; i++)
 		if (buf[i] && (l->version < 2 || i < OFF_LAST_WRITE ||
-		               i >= OFF_END_OF_V2))
+		               i >= (l->version < 3 ? OFF_END_OF_V2
+		                                    : OFF_END_OF_V3)))
 			return bm_error(EINVAL, "label reserved bytes are not zero");
 	for (int i = 0; i < BM_MAX_COMPONENTS; i++)
 		if ((l->missed & (1u << i)) && l->member_id[i] == 0)
@@ -277,7 +284,8 @@ int bm_label_format(const struct bm_label *l, const char *in, char *buf,
 	    "%sSectorsize: %u\n%sMediasize: %" PRIu64 "\n"
 	    "%sComponentsize: %" PRIu64 "\n%sSyncOffset: %" PRIu64 "\n"
 	    "%sBitmap: %" PRIu64 " bytes at %" PRIu64 ", chunk %u\n"
-	    "%sComponents: %u\n%sLastWrite: %s\n%sMissedWrites: %s\n",
+	    "%sComponents: %u\n%sLastWrite: %s\n%sMissedWrites: %s\n"
+	    "%sEvents: %" PRIu64 "\n",
 	    in, l->name, in, l->version, in, l->mirror_id, in, l->component_id,
 	    in, l->genid, in, l->syncid, in, l->seq, in, mf, in, cf, in,
 	    bm_balance_name((int)l->balance) ? bm_balance_name((int)l->balance)
@@ -285,7 +293,7 @@ int bm_label_format(const struct bm_label *l, const char *in, char *buf,
 	    in, l->slice, in, l->priority, in, l->sector_size, in, l->data_size,
 	    in, l->component_size, in, l->sync_offset, in, l->bitmap_size,
 	    l->bitmap_offset, l->bitmap_chunk, in, l->ncomponents, in, when,
-	    in, used ? missed : "none");
+	    in, used ? missed : "none", in, l->events);
 }
 
 void bm_label_time_str(uint64_t t, char *buf, size_t len)

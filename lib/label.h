@@ -30,6 +30,13 @@
  *      version 1 label reads with all three zero ("unknown": the genid and
  *      syncid rule alone decides); blkmirror writes version 2 from then on,
  *      which a blkmirror that reads only version 1 refuses by its version.
+ *   3  (2026-12) older copies put back: events (offset 400, u64), the
+ *      mirror's count of DIRTY and clean marks, written into every label
+ *      write of every component in service.  Of two components at the same
+ *      genid and syncid, the one with fewer events is an older copy of
+ *      itself (a snapshot, a lagging replica put back while the mirror was
+ *      stopped): never the source, and copied in full.  A version 2 label
+ *      reads events 0 ("unknown": not compared).
  */
 #ifndef BM_LABEL_H
 #define BM_LABEL_H
@@ -46,7 +53,7 @@
 #define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
 #define BM_IDPROBE_FROM_END BM_META_SIZE /* label borrows the 4 KiB at S - 1 MiB (first of the reserved area) for its same-disk check, then restores it */
 #define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
-#define BM_LABEL_VERSION 2u
+#define BM_LABEL_VERSION 3u
 
 /* Mirror flags (gmirror's). */
 #define BM_MF_NOAUTOSYNC 0x1u   /* do not start a sync by itself */
@@ -85,6 +92,8 @@ struct bm_label {
 	uint64_t last_write;     /* wall-clock s of the last DIRTY label write */
 	uint32_t missed;         /* bit i: member_id[i] missed writes held here */
 	uint64_t member_id[BM_MAX_COMPONENTS]; /* the mirror's components */
+	/* version 3 (0 when read from an older one: unknown) */
+	uint64_t events;         /* the mirror's DIRTY and clean marks so far */
 };
 
 /* Where a component of this size keeps its label, and how much data it holds. */

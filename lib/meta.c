@@ -131,6 +131,7 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 {
 	record_members(m, c);
 	c->label.seq++;
+	c->label.events = m->events;
 	c->label.sync_offset =
 		label_state(c) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
@@ -396,6 +397,7 @@ int bm_meta_mark_dirty(struct bm_mirror *m)
 		atomic_store(&m->dirty, true);
 		if (m->degraded)
 			m->syncid++;
+		m->events++;
 		if (bm_meta_write_all_labels(m) < 0) {
 			for (int i = 0; i < m->ncomp; i++) {
 				struct bm_component *c = &m->comp[i];
@@ -492,8 +494,11 @@ void bm_meta_try_clean(struct bm_mirror *m, long idle_ms)
 	 * waits for meta_lock, so after this clean) */
 	bool was_on_disk = atomic_exchange(&m->dirty_on_disk, false);
 	atomic_store(&m->dirty, false);
-	if (atomic_load(&m->writes_inflight) > 0 ||
-	    bm_meta_flush_all_locked(m) < 0) {
+	bool flushed = atomic_load(&m->writes_inflight) == 0 &&
+	               bm_meta_flush_all_locked(m) == 0;
+	if (flushed)
+		m->events++; /* (label.h: the clean mark counts too) */
+	if (!flushed) {
 		/* a writer raced us, or a flush failed: later (the labels
 		 * still say DIRTY) */
 		atomic_store(&m->dirty, true);

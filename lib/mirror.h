@@ -372,6 +372,8 @@ struct bm_mirror {
 	                                   write acks wait for them (compio.c
 	                                   write_done, bm_meta_record_*) */
 	uint64_t mirror_id, genid, syncid; /* meta_lock */
+	uint64_t events;                /* meta_lock: DIRTY and clean marks
+	                                   (label.h version 3), in every label */
 	uint32_t mirror_flags;          /* meta_lock */
 	uint32_t missed;                /* meta_lock: slots that missed writes
 	                                   the ACTIVE ones hold (label.h's

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "deadline.h"
+#include "bitmap.h"
 #include "error.h"
 #include "live.h"
 #include "mirror.h"
@@ -330,6 +331,8 @@ int bm_recover_judge(struct bm_mirror *m, struct bm_component *c,
 
 	if (err == 0)
 		err = check_history(m, c, be, &seen);
+	if (err == 0) /* the label is the last; the bitmap may not be */
+		err = bm_bitmap_judge(m, c, be);
 	*older = err == 1;
 	return err < 0 ? err : 0;
 }

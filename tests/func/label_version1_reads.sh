@@ -1,6 +1,6 @@
 # Labels written by a blkmirror of label version 1 (no last-write time, no
 # member records) still assemble by the genid/syncid rule: a stale one is
-# copied over, never the source; the labels are rewritten as version 2.
+# copied over, never the source; the labels are rewritten as version 3.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 16 a b
@@ -16,7 +16,7 @@ with open(path, "r+b") as f:
     f.seek(size - 4096)
     b = bytearray(f.read(512))
     b[16:20] = struct.pack("<I", 1)
-    b[256:400] = bytes(144)
+    b[256:408] = bytes(152)
     crc = 0xffffffff
     for x in b[:508]:
         crc ^= x
@@ -44,5 +44,5 @@ wait_complete m0
 stop m0
 same_data "$T/a" "$T/b"
 for c in a b; do
-  bm dump "$T/$c" | has "Version: 2" || fail "$c not rewritten as version 2: $(bm dump "$T/$c")"
+  bm dump "$T/$c" | has "Version: 3" || fail "$c not rewritten as version 3: $(bm dump "$T/$c")"
 done

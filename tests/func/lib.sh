@@ -364,6 +364,18 @@ filedisk() {
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+# nbd_file_mirror: m0 of a (the file $T/a.img, 64 MiB, served by nbdkit
+# as $(disk_uri a), which can be killed and brought back) and the file b,
+# 1 MiB bitmap regions, served with --io-timeout 5; $A and $u are set
+nbd_file_mirror() {
+  truncate -s 64M "$T/a.img"
+  mkimg 64 b
+  filedisk a "$T/a.img"
+  A=$(disk_uri a)
+  bm label -n -r 1M m0 "$A" "$T/b" >/dev/null
+  serve m0 --io-timeout 5
+  u=$(uri m0)
+}
 # zerowriting_disk NAME IMAGE MIB_PER_S: nbdkit serving IMAGE on
 # $(disk_uri NAME), one request at a time, every write taking its length
 # at MIB_PER_S; no zero, trim or extents of its own (nbdkit zeroes by

@@ -9,13 +9,7 @@
 #    brain for good).
 . "$(dirname "$0")/lib.sh"
 need qemu-io
-truncate -s 64M "$T/a.img"
-mkimg 64 b
-filedisk a "$T/a.img"
-A=$(disk_uri a)
-bm label -n -r 1M m0 "$A" "$T/b" >/dev/null
-serve m0 --io-timeout 5
-u=$(uri m0)
+nbd_file_mirror
 clean() { for _ in $(seq 1 100); do bm list m0 | has "Bitmap: .* 0 dirty" && return; sleep 0.1; done; fail "bits not cleared: $(bm list m0)"; }
 qemu-io -f raw "$u" -c 'write -P 0x11 0 1M' -c flush >/dev/null
 clean

@@ -1,7 +1,7 @@
 /* The assembly decision (lib/assembly_decide.c), case by case: clean,
  * dirty, stale, a copy resumed at its offset, one missing, split brain and
  * its forced resolution, duplicates, foreign labels, the newest generation
- * found last, version 1 labels. */
+ * found last, version 1 labels, an older copy by its events. */
 #include <string.h>
 
 #include "assembly_decide.h"
@@ -248,6 +248,64 @@ int main(void)
 	in[1].label.syncid = 2;
 	CHECK_EQ(decide(-1), BM_ASM_OK);
 	CHECK_EQ(out.source, 1);
+
+	/* Events (version 3): an older copy of b put back, clean, the same
+	 * genid and syncid, a higher priority: never the source, copied in
+	 * full (older), and the generation counts as clean. */
+	setup(2);
+	in[0].label.events = 7;
+	in[1].label.events = 5;
+	in[1].label.priority = 9;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK_EQ(out.events, 7);
+	CHECK(!out.was_dirty);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK_EQ(out.comp[1].sync_offset, 0);
+	CHECK(out.comp[1].older);
+	CHECK(strstr(out.comp[1].why, "older copy of itself (events 5, /d/a has 7)"));
+	/* ... also when the old copy says DIRTY (taken while running) and
+	 * listed first; the newer one is clean: nothing to copy from b's
+	 * bitmap, and a is not copied over */
+	in[1].label.component_flags = BM_CF_DIRTY;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK(!out.was_dirty);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK(out.comp[1].older);
+	/* ... and when it was being copied: not resumed at its offset */
+	in[1].label.component_flags = BM_CF_SYNCHRONIZING;
+	in[1].label.sync_offset = 8 * MIB;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK_EQ(out.comp[1].sync_offset, 0);
+	CHECK(out.comp[1].older);
+	/* The same events: equals, priority decides, nobody older. */
+	setup(2);
+	in[0].label.events = in[1].label.events = 7;
+	in[1].label.priority = 9;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK(!out.comp[0].older);
+	/* A version 2 label (events 0, unknown) is not compared. */
+	in[0].label.events = 0;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	/* Events never outrank the generation: more events at a lower
+	 * syncid (it left before writes it then missed) is still stale,
+	 * copied from the source's bitmap (not `older`). */
+	setup(2);
+	in[0].label.events = 9;
+	in[1].label.events = 4;
+	in[1].label.syncid = 2;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_SYNCHRONIZING);
+	CHECK(!out.comp[0].older);
+	CHECK_EQ(out.events, 9);
 
 	/* The same input, the same answer. */
 	static struct bm_asm_out first;

@@ -151,6 +151,15 @@ int main(void)
 	if (!mir)
 		return check_exit();
 	CHECK_EQ(bm_bitmap_region_size(mir), REGION);
+	/* the headers' clear_seq before any pass */
+	uint64_t seq_open = 0, seq_seen[2] = {0};
+	{
+		struct bm_bitmap_header h;
+		static uint8_t bits0[BM_BITMAP_BITS_BYTES];
+		CHECK_EQ(bm_bitmap_read(mir->comp[0].be, &mir->comp[0].label, &h,
+		                        bits0), 0);
+		seq_open = h.clear_seq;
+	}
 	/* A write "elsewhere" in flight all along: the idle clean (all bits
 	 * cleared after 2 s without writes) never runs, so every clear
 	 * seen here is the settle pass's. */
@@ -207,7 +216,12 @@ int main(void)
 		                        bits), 0);
 		CHECK(bits[250 / 8] & (1u << (250 % 8)));
 		CHECK(!(bits[200 / 8] & (1u << (200 % 8))));
+		seq_seen[i] = h.clear_seq;
 	}
+	/* every pass that cleared counted in both headers (an older copy
+	 * of a component is told by it: bm_bitmap_judge) */
+	CHECK(seq_seen[0] >= seq_open + 2);
+	CHECK_EQ(seq_seen[0], seq_seen[1]);
 	pthread_mutex_lock(&inj_lock);
 	inj_state = inj_state == 2 ? 3 : -1;
 	pthread_cond_broadcast(&inj_cond);

@@ -36,6 +36,7 @@ static struct bm_label sample(void)
 	l.member_id[0] = l.component_id;
 	l.member_id[1] = 0x0102030405060708ull;
 	l.missed = 2;
+	l.events = 11;
 	return l;
 }
 
@@ -107,9 +108,25 @@ int main(void)
 	expect_reject(b, "checksum mismatch");
 	/* Newer version. */
 	memcpy(b, buf, sizeof(b));
-	b[16] = 3;
+	b[16] = 4;
 	reseal(b);
-	expect_reject(b, "version 3");
+	expect_reject(b, "version 4");
+	/* Version 3's events at 400. */
+	CHECK_EQ(buf[400], 11);
+	CHECK_EQ(buf[401], 0);
+	/* A version 2 label: events zero, read as "unknown" ... */
+	memcpy(b, buf, sizeof(b));
+	b[16] = 2;
+	memset(b + 400, 0, 8);
+	reseal(b);
+	CHECK_EQ(bm_label_decode(b, sizeof(b), &out), 0);
+	CHECK_EQ(out.version, 2);
+	CHECK_EQ(out.events, 0);
+	CHECK_EQ(out.missed, 2);
+	/* ... and version 2 with anything there is damaged. */
+	b[403] = 1;
+	reseal(b);
+	expect_reject(b, "reserved");
 	/* Version 2's fields at fixed offsets: last_write 256, missed 264,
 	 * member ids from 272. */
 	CHECK_EQ(buf[256], 1796061600u & 0xff);
@@ -118,7 +135,7 @@ int main(void)
 	/* A version 1 label: those bytes zero, read as "unknown". */
 	memcpy(b, buf, sizeof(b));
 	b[16] = 1;
-	memset(b + 256, 0, 400 - 256);
+	memset(b + 256, 0, 408 - 256);
 	reseal(b);
 	CHECK_EQ(bm_label_decode(b, sizeof(b), &out), 0);
 	CHECK_EQ(out.version, 1);
@@ -181,5 +198,6 @@ int main(void)
 	CHECK(strstr(text, "GenID: 7") != NULL);
 	CHECK(strstr(text, "LastWrite: 2026-11-30 18:00:00 UTC") != NULL);
 	CHECK(strstr(text, "MissedWrites: 0102030405060708") != NULL);
+	CHECK(strstr(text, "Events: 11") != NULL);
 	return check_exit();
 }
