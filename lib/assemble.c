@@ -693,7 +693,11 @@ static int open_bitmap(struct bm_mirror *m, const char *name)
 		 * write, which a crash in the middle of a clear leaves) */
 		if (atomic_load(&c->state) == BM_CS_SYNCHRONIZING &&
 		    !c->sync_full && bm_bitmap_behind(m, c)) {
+			/* its label says so before the start rewrites the
+			 * evidence (its header, its events): a restart
+			 * during the copy copies in full again */
 			c->sync_full = true;
+			c->label.component_flags |= BM_CF_FORCE_SYNC;
 			fprintf(stderr, "blkmirror: %s: %s: its bitmap is older "
 			        "than the last clear of the others': copied in "
 			        "full\n", name, c->path);

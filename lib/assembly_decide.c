@@ -41,8 +41,9 @@
  *         the same genid and syncid is an older copy of the component put
  *         back, a snapshot say, which gmirror's rule takes for current).
  *     Labels of version 1 record nothing (missed 0): the genid/syncid rule
- *     alone applies, as before; events are compared only when both labels
- *     have them (version 3).
+ *     alone applies, as before; an unknown count of events (0, an older
+ *     version's label) never makes a copy older, and ranks below a known
+ *     one only to keep the source's choice a total order.
  *
  *  4. The source is, among the components holding the data in full that no
  *     other one supersedes, the highest (genid, syncid, events), then the
@@ -87,15 +88,18 @@ static bool fewer_events(const struct bm_label *a, const struct bm_label *b)
 }
 
 /* genid, then syncid, then events: the newer place in the history (0:
- * the same, as far as the labels tell). */
+ * the same, as far as the labels tell).  An unknown count (0, an older
+ * version's label) ranks below every known one, so that the order stays
+ * total (with "unknown equals anything", a, b and c could each beat the
+ * next); it only ever makes such a label lose a tie, never `older`. */
 static int cmp_history(const struct bm_label *a, const struct bm_label *b)
 {
 	if (a->genid != b->genid)
 		return a->genid > b->genid ? 1 : -1;
 	if (a->syncid != b->syncid)
 		return a->syncid > b->syncid ? 1 : -1;
-	if (fewer_events(a, b) || fewer_events(b, a))
-		return fewer_events(b, a) ? 1 : -1;
+	if (a->events != b->events)
+		return a->events > b->events ? 1 : -1;
 	return 0;
 }
 

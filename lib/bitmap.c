@@ -421,9 +421,12 @@ struct bm_bitmap {
 	 * over a newer one, so its next bitmap write waits (landed_before) */
 	bool write_unsure[BM_MAX_COMPONENTS];
 	/* meta_lock: the clear_seq each component's header holds, as read
-	 * at open and then written with success (0: not known); a component
-	 * that comes back with less is an older copy (bm_bitmap_judge) */
+	 * at open and then written with success, and the component id it
+	 * was for (a slot insert reuses holds another: then not known); a
+	 * component that comes back with less is an older copy
+	 * (bm_bitmap_judge) */
 	uint64_t own_clear_seq[BM_MAX_COMPONENTS];
+	uint64_t own_id[BM_MAX_COMPONENTS];
 	/* The settle pass (see THE RULES, Settling) */
 	_Atomic uint32_t *touched;   /* per region: epoch of its last write */
 	_Atomic uint32_t epoch;      /* starts at 1; bumped by the pass */
@@ -432,6 +435,21 @@ struct bm_bitmap {
 	bool settling;               /* epoch bumped, the old one draining */
 	long long settle_ms;         /* when the pass last bumped or looked */
 };
+
+/* meta_lock held (or before the mirror serves): the clear_seq c's header
+ * holds, as far as this server knows (0: nothing known). */
+static void own_set(struct bm_bitmap *b, ptrdiff_t i,
+                    const struct bm_component *c, uint64_t clear_seq)
+{
+	b->own_clear_seq[i] = clear_seq;
+	b->own_id[i] = c->label.component_id;
+}
+
+static uint64_t own_get(const struct bm_bitmap *b, ptrdiff_t i,
+                        const struct bm_component *c)
+{
+	return b->own_id[i] == c->label.component_id ? b->own_clear_seq[i] : 0;
+}
 
 static bool bit_get(const uint8_t *bits, uint64_t r)
 {
@@ -580,7 +598,7 @@ static int write_all_to(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		b->write_unsure[c - m->comp] = true;
 	else
-		b->own_clear_seq[c - m->comp] = h.clear_seq;
+		own_set(b, c - m->comp, c, h.clear_seq);
 	free(all);
 	return err;
 }
@@ -636,7 +654,7 @@ int bm_bitmap_open(struct bm_mirror *m, bool *usable)
 			continue;
 		}
 		loaded++;
-		b->own_clear_seq[i] = h.clear_seq;
+		own_set(b, i, c, h.clear_seq);
 		for (size_t k = 0; k < (size_t)nblocks * BM_BITMAP_BITS_BYTES; k++)
 			b->want[k] |= bits[k];
 		if (h.clear_seq > b->h.clear_seq ||
@@ -682,7 +700,7 @@ bool bm_bitmap_behind(struct bm_mirror *m, struct bm_component *c)
 	if (!b || !has_bitmap(m, c))
 		return false;
 	pthread_mutex_lock(&b->lock);
-	behind = b->own_clear_seq[c - m->comp] < b->h.clear_seq;
+	behind = own_get(b, c - m->comp, c) < b->h.clear_seq;
 	pthread_mutex_unlock(&b->lock);
 	return behind;
 }
@@ -698,7 +716,7 @@ int bm_bitmap_judge(struct bm_mirror *m, struct bm_component *c,
 	if (!b || !c->label.bitmap_size || c->label.bitmap_chunk != b->region)
 		return 0;
 	pthread_mutex_lock(&m->meta_lock);
-	uint64_t want = b->own_clear_seq[c - m->comp];
+	uint64_t want = own_get(b, c - m->comp, c);
 	uint64_t off = c->label.bitmap_offset;
 	pthread_mutex_unlock(&m->meta_lock);
 	if (want == 0)
@@ -1214,7 +1232,7 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 	changed = calloc(b->nblocks, sizeof(*changed));
 	idx = malloc(b->nblocks * sizeof(*idx));
 	img = malloc((size_t)b->nblocks * BM_BITMAP_BLOCK);
-	hdrs = malloc((size_t)m->ncomp * BM_BITMAP_BLOCK);
+	hdrs = malloc((size_t)BM_MAX_COMPONENTS * BM_BITMAP_BLOCK);
 	/* every write to those regions has ended (epoch e drained): on
 	 * stable storage everywhere before any bit of theirs is cleared */
 	if (!changed || !idx || !img || !hdrs || !flush_everywhere(m, epochs))
@@ -1287,7 +1305,7 @@ static uint64_t settle_regions(struct bm_mirror *m, uint32_t e)
 		for (int i = 0; i < m->ncomp; i++)
 			if (errs[i] == 0 && writable(&m->comp[i]) &&
 			    has_bitmap(m, &m->comp[i]))
-				b->own_clear_seq[i] = seq_now;
+				own_set(b, i, &m->comp[i], seq_now);
 		drop_unwritten(m, errs, "cannot clear bits in its bitmap");
 	}
 out:

@@ -731,7 +731,8 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 		 * tracked by this server's bitmap): copied in full, and its
 		 * label says so before any client write reaches it */
 		c->sync_full = true;
-		c->label.component_flags |= BM_CF_SYNCHRONIZING;
+		c->label.component_flags |= BM_CF_SYNCHRONIZING |
+		                             BM_CF_FORCE_SYNC;
 		c->label.component_flags &= ~(uint32_t)BM_CF_DIRTY;
 		if (atomic_load(&m->dirty))
 			c->label.component_flags |= BM_CF_DIRTY;

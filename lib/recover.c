@@ -406,6 +406,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	 * was DISCONNECTED may catch up from the bitmap (sync.c decides) */
 	if (from == BM_CS_FAILED || older)
 		c->sync_full = true;
+	/* and its label says so: a restart during the copy copies it in
+	 * full again (the evidence, an older label or bitmap, is written
+	 * over from here on) */
+	if (c->sync_full)
+		c->label.component_flags |= BM_CF_FORCE_SYNC;
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0); /* copied again from the start */

@@ -10,6 +10,7 @@
 need qemu-io
 nbd_file_mirror
 dirty() { bm list m0 | sed -n 's/.*Bitmap: .* \([0-9]*\) dirty.*/\1/p' | head -1; }
+qemu-io -f raw "$u" -c 'write -P 0x55 16M 32M' >/dev/null  # data to copy
 keep_writing m0                      # region 0, every 0.2 s: never idle
 qemu-io -f raw "$u" -c 'write -P 0x11 8M 1M' -c flush >/dev/null
 cp --sparse=always "$T/a.img" "$T/a.old"   # the copy, taken busy
@@ -22,12 +23,23 @@ for _ in $(seq 1 200); do [ "$(dirty)" = 1 ] && break; sleep 0.1; done
   fail "a label was written since the copy: the case is not shown"
 disk_kill a
 wait_status m0 "a.disk.sock (DISCONNECTED" 30
-cp --sparse=always "$T/a.old" "$T/a.img"
-filedisk a "$T/a.img"
-wait_status m0 "m0 *COMPLETE" 60
 touch "$T/stop"; wait "$writer" || fail "the writer failed"
+cp --sparse=always "$T/a.old" "$T/a.img"
+# back, slow to write (its copy takes ~12 s), and the mirror stopped
+# in the middle of the copy: the restart copies it in full again (its
+# label says FORCE_SYNC; before, the evidence, its bitmap header, was
+# rewritten at once, and the restart copied the dirty regions only)
+filedisk a "$T/a.img" --filter=delay wdelay=200ms
+wait_status m0 "a.disk.sock (SYNCHRONIZING" 30
 has "came back with an older bitmap" "$T/m0.log" || fail "the older copy was not noticed: $(tail -5 "$T/m0.log")"
-has "copied (in full)" "$T/m0.log" || fail "not copied in full: $(grep synchronized "$T/m0.log")"
+sleep 1
+stop m0
+grep -q "synchronized" "$T/m0.log" && fail "the copy ended before the stop: the case is not shown"
+bm dump "$T/a.img" | has "Flags: .*FORCE_SYNC" || fail "a's label does not say it is copied in full: $(bm dump "$T/a.img")"
+serve m0 --io-timeout 5
+wait_status m0 "m0 *COMPLETE" 60
+has "copied (in full)" "$T/m0.log" || fail "not copied in full after the restart: $(grep synchronized "$T/m0.log")"
+bm dump "$T/a.img" | has "Flags: .*FORCE_SYNC" && fail "FORCE_SYNC left on a after its copy"
 bm configure -b round-robin m0
 for _ in 1 2 3 4; do
   qemu-io -f raw "$u" -c 'read -P 0x33 8M 1M' >"$T/r.out" 2>&1 || fail "read: $(cat "$T/r.out")"

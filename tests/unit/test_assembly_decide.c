@@ -289,11 +289,24 @@ int main(void)
 	CHECK_EQ(out.source, 1);
 	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
 	CHECK(!out.comp[0].older);
-	/* A version 2 label (events 0, unknown) is not compared. */
+	/* A version 2 label (events 0, unknown) is never older; it loses
+	 * the source's tie even with the higher priority (the order stays
+	 * total: fuzz_assembly found a, b, c each beating the next). */
 	in[0].label.events = 0;
+	in[0].label.priority = 10;
 	CHECK_EQ(decide(-1), BM_ASM_OK);
 	CHECK_EQ(out.source, 1);
 	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK(!out.comp[0].older);
+	setup(3);
+	in[1].label.events = 3;
+	in[2].label.events = 1;
+	in[2].label.priority = 2;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK_EQ(out.comp[2].role, BM_ROLE_SYNCHRONIZING);
+	CHECK(out.comp[2].older);
 	/* Events never outrank the generation: more events at a lower
 	 * syncid (it left before writes it then missed) is still stale,
 	 * copied from the source's bitmap (not `older`). */
