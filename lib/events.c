@@ -308,6 +308,9 @@ static void health(struct bm_mirror *m)
 		            !atomic_exchange(&c->link_dead, true);
 		pthread_mutex_unlock(&m->meta_lock);
 		if (dead) {
+			bm_set_why(m, c, "its connection is gone (%s); "
+			           "connecting again when its server answers",
+			           why);
 			fprintf(stderr, "blkmirror: %s: %s: %s, and it is the last "
 			        "ACTIVE component: connecting again when its "
 			        "server answers\n", m->name, c->path, why);

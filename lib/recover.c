@@ -509,6 +509,7 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	atomic_store(&c->link_dead, false);
 	atomic_store(&c->swapping, false);
 	pthread_mutex_unlock(&m->meta_lock);
+	bm_set_why(m, c, "%s", "");
 	if (old) {
 		if (old->ops->abort)
 			old->ops->abort(old);
@@ -543,6 +544,10 @@ static void reconnect_due(struct bm_mirror *m)
 			c->retry_delay_ms = 0;
 			continue;
 		}
+		if (err == -EEXIST && in_place)
+			bm_set_why(m, c, "its connection was gone; its server "
+			           "answers again, but it is not taken: %s",
+			           bm_last_error());
 		if (err == -EEXIST) {
 			/* refused (its why says why): tried again slowly, in
 			 * case it is set right */

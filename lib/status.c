@@ -45,9 +45,11 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 
 	pthread_mutex_lock(&m->info_lock);
 	for (int i = 0; i < m->ncomp; i++)
-		if (atomic_load(&m->comp[i].state) != BM_CS_ACTIVE &&
-		    bm_comp_present(&m->comp[i]))
-			complete = false;
+		if ((atomic_load(&m->comp[i].state) != BM_CS_ACTIVE &&
+		     bm_comp_present(&m->comp[i])) ||
+		    atomic_load(&m->comp[i].link_dead))
+			complete = false; /* (the last one, its link gone: every
+			                     request fails until it is back) */
 	APPEND("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
@@ -60,7 +62,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 			detail[0] = ',';
 			detail[1] = ' ';
 			bm_sync_progress_text(m, i, detail + 2, sizeof(detail) - 2);
-		} else if (s != BM_CS_ACTIVE) {
+		} else if (s != BM_CS_ACTIVE || atomic_load(&c->link_dead)) {
 			snprintf(detail, sizeof(detail), ": %s", c->why);
 		}
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
@@ -155,7 +157,8 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 			bm_sync_progress_text(m, i, progress, sizeof(progress));
 			APPEND("   Progress: %s\n", progress);
 		}
-		if (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) {
+		if ((s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) ||
+		    atomic_load(&c->link_dead)) {
 			APPEND("   Reason: %s\n", c->why);
 			if (s == BM_CS_ABSENT)
 				continue;

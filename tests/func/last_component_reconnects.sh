@@ -24,6 +24,13 @@ for i in 1 2 3; do
   qemu-io -f raw "$u" -c "write -P 0x4$i 4M 4k" >/dev/null 2>&1 &&
     fail "a write while b is away succeeded"
 done
+# status says so (before: "COMPLETE", b ACTIVE without a word)
+rc=0; st=$(bm status m0) || rc=$?
+[ $rc -eq 2 ] || fail "status exited $rc while the only component is away: $st"
+has "m0 *DEGRADED" <<<"$st" || fail "status: $st"
+has "b.disk.sock (ACTIVE: its connection is gone (.*); connecting again when its server answers)" <<<"$st" ||
+  fail "status does not say why: $st"
+bm list m0 | has "Reason: its connection is gone" || fail "list: $(bm list m0)"
 filedisk b "$T/b.img"
 ok=
 for _ in $(seq 1 100); do
@@ -35,7 +42,8 @@ done
 has "connected again" "$T/m0.log" || fail "the log does not say it connected again: $(tail -5 "$T/m0.log")"
 qemu-io -f raw "$u" -c 'write -P 0x42 1M 1M' -c 'read -P 0x42 1M 1M' >"$T/w.out" 2>&1 || fail "write after: $(cat "$T/w.out")"
 has "Pattern verification failed" "$T/w.out" && fail "read back after: $(cat "$T/w.out")"
-bm status m0 | has "b.disk.sock (ACTIVE" || fail "b: $(bm status m0)"
+st=$(bm status m0) || fail "status after the reconnect: $st"
+has "m0 *COMPLETE *.*b.disk.sock (ACTIVE)" <<<"$st" || fail "b: $st"
 # an older copy of b put back: not taken (its label is older)
 cp "$T/b.img" "$T/b.old"
 qemu-io -f raw "$u" -c 'write -P 0x43 2M 1M' >/dev/null || fail "write"
@@ -45,6 +53,9 @@ cp "$T/b.old" "$T/b.img"
 filedisk b "$T/b.img"
 for _ in $(seq 1 50); do has "not taken" "$T/m0.log" && break; sleep 0.2; done
 has "not taken: it came back with an older label" "$T/m0.log" || fail "the older copy: $(tail -5 "$T/m0.log")"
+st=$(bm status m0) || true
+has "b.disk.sock (ACTIVE: its connection was gone; its server answers again, but it is not taken: it came back with an older label" <<<"$st" ||
+  fail "status does not say why b is not taken: $st"
 rc=0; qemu-io -f raw "$u" -c 'read 0 4k' >/dev/null 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "m0 served from the older copy"
 "$BLKMIRROR" stop -f m0 >/dev/null 2>&1 || true  # (dirty: b is away)
