@@ -606,6 +606,7 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		if (in[i].present) {
 			in[i].label = c->label;
 			in[i].data_area = bm_data_area(c->be->size);
+			in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
 		}
 	}
 	if (bm_assembly_decide(name, in, m->ncomp, force_source, &out) !=
@@ -618,7 +619,9 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	m->size = out.data_size;
 	m->genid = out.genid;
 	m->syncid = out.syncid;
-	m->events = out.events;
+	/* at least 1: a copy put back later with none (0, an older
+	 * version's label) is then older (assembly_decide.c) */
+	m->events = out.events ? out.events : 1;
 	m->missed = out.missed;
 	m->mirror_flags = source->label.mirror_flags;
 	atomic_store(&m->balance, (int)source->label.balance);

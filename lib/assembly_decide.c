@@ -39,20 +39,24 @@
  *         rule: a lower (genid, syncid) missed writes), then events
  *         (version 3: the mirror's count of DIRTY and clean marks; fewer at
  *         the same genid and syncid is an older copy of the component put
- *         back, a snapshot say, which gmirror's rule takes for current).
+ *         back, a snapshot say, which gmirror's rule takes for current),
+ *         then the bitmap header's clear_seq (as many events, an older
+ *         header: a copy taken while the mirror stayed DIRTY, put back
+ *         after a crash).
  *     Labels of version 1 record nothing (missed 0): the genid/syncid rule
- *     alone applies, as before; an unknown count of events (0, an older
- *     version's label) never makes a copy older, and ranks below a known
- *     one only to keep the source's choice a total order.
+ *     alone applies, as before.  No count of events (0, an older version's
+ *     label) is fewer than any: the first start of version 3 writes one
+ *     to every component in service.  An unknown clear_seq (no bitmap,
+ *     or damaged) never makes a copy older.
  *
  *  4. The source is, among the components holding the data in full that no
- *     other one supersedes, the highest (genid, syncid, events), then the
- *     highest priority, then the first listed.  Every other component with
+ *     other one supersedes, the highest (genid, syncid, events, clear_seq),
+ *     then the highest priority, then the first listed.  Every other component with
  *     the source's (genid, syncid) and events that no label says missed
  *     writes is ACTIVE if the source's generation was stopped cleanly, or
  *     resumes its copy at its checkpoint if it was being copied; when the
  *     generation was DIRTY, or the component is older, it is copied from
- *     offset 0 (an older copy of itself, fewer events, is `older`: over
+ *     offset 0 (an older copy of itself by events or clear_seq is `older`: over
  *     the bitmap's regions only if its bitmap header shows no clear since,
  *     bitmap.c and assemble.c decide).  Deactivated components stay
  *     INACTIVE.
@@ -80,33 +84,41 @@ bool bm_label_says_missed(const struct bm_label *a, uint64_t id)
 	return false;
 }
 
-/* a's events are fewer than b's, both known (version 3): at the same
- * genid and syncid, a is an older copy of its component (label.h). */
-static bool fewer_events(const struct bm_label *a, const struct bm_label *b)
+/* At the same genid and syncid, a is an older copy of its component than
+ * b (label.h; bitmap.c "Older copies"): fewer events (none, 0, is fewer:
+ * the first start of version 3 writes 1 to every component in service,
+ * and one away then bumped syncid with the first write), or as many and
+ * an older bitmap header (a copy taken while the mirror stayed DIRTY,
+ * before a clear; both headers readable). */
+static bool older_copy(const struct bm_asm_input *a, const struct bm_asm_input *b)
 {
-	return a->events && b->events && a->events < b->events;
+	if (a->label.events != b->label.events)
+		return a->label.events < b->label.events;
+	return a->clear_seq && b->clear_seq && a->clear_seq < b->clear_seq;
 }
 
-/* genid, then syncid, then events: the newer place in the history (0:
- * the same, as far as the labels tell).  An unknown count (0, an older
- * version's label) ranks below every known one, so that the order stays
- * total (with "unknown equals anything", a, b and c could each beat the
- * next); it only ever makes such a label lose a tie, never `older`. */
-static int cmp_history(const struct bm_label *a, const struct bm_label *b)
+/* genid, then syncid, then events, then the bitmap's clear_seq: the newer
+ * place in the history (0: the same, as far as they tell).  An unknown
+ * clear_seq (0: no bitmap, or a damaged one) ranks lowest, so that the
+ * order stays total; it never makes a copy `older`. */
+static int cmp_history(const struct bm_asm_input *a, const struct bm_asm_input *b)
 {
-	if (a->genid != b->genid)
-		return a->genid > b->genid ? 1 : -1;
-	if (a->syncid != b->syncid)
-		return a->syncid > b->syncid ? 1 : -1;
-	if (a->events != b->events)
-		return a->events > b->events ? 1 : -1;
+	if (a->label.genid != b->label.genid)
+		return a->label.genid > b->label.genid ? 1 : -1;
+	if (a->label.syncid != b->label.syncid)
+		return a->label.syncid > b->label.syncid ? 1 : -1;
+	if (a->label.events != b->label.events)
+		return a->label.events > b->label.events ? 1 : -1;
+	if (a->clear_seq != b->clear_seq)
+		return a->clear_seq > b->clear_seq ? 1 : -1;
 	return 0;
 }
 
 /* The history, then seq: the label written last. */
-static int cmp_age(const struct bm_label *a, const struct bm_label *b)
+static int cmp_age(const struct bm_asm_input *ia, const struct bm_asm_input *ib)
 {
-	int h = cmp_history(a, b);
+	const struct bm_label *a = &ia->label, *b = &ib->label;
+	int h = cmp_history(ia, ib);
 
 	if (h)
 		return h;
@@ -155,7 +167,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			          in[i].label.name);
 	for (int i = 0; i < n; i++)
 		if (usable[i] && (ref < 0 ||
-		                  cmp_age(&in[i].label, &in[ref].label) > 0))
+		                  cmp_age(&in[i], &in[ref]) > 0))
 			ref = i;
 	if (ref < 0) {
 		snprintf(out->error, sizeof(out->error), "mirror '%s': no "
@@ -189,7 +201,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			if (!usable[k] || in[k].label.component_id !=
 			                  in[i].label.component_id)
 				continue;
-			int keep = cmp_age(&in[i].label, &in[k].label) > 0 ? i : k;
+			int keep = cmp_age(&in[i], &in[k]) > 0 ? i : k;
 			int drop = keep == i ? k : i;
 			leave_out(out, usable, drop, true, "the same component as %s "
 			          "(the same component id: one disk through two "
@@ -242,10 +254,9 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 		for (int i = 0; i < n; i++) {
 			if (!cand[i] || superseded[i])
 				continue;
-			const struct bm_label *a = &in[i].label;
-			const struct bm_label *b = src >= 0 ? &in[src].label : NULL;
-			int h = b ? cmp_history(a, b) : 1;
-			if (h > 0 || (h == 0 && a->priority > b->priority))
+			int h = src >= 0 ? cmp_history(&in[i], &in[src]) : 1;
+			if (h > 0 || (h == 0 && in[i].label.priority >
+			                        in[src].label.priority))
 				src = i;
 		}
 		if (src < 0 && out->split[0] < 0) {
@@ -307,7 +318,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 		if (usable[i] && (in[i].label.component_flags & BM_CF_DIRTY) &&
 		    in[i].label.genid == s->genid &&
 		    in[i].label.syncid == s->syncid &&
-		    !fewer_events(&in[i].label, s))
+		    !older_copy(&in[i], &in[src]))
 			out->was_dirty = true;
 
 	/* Ids: the present ones' own; an absent one's from the source's
@@ -350,7 +361,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			    bm_label_says_missed(&in[k].label, l->component_id))
 				missed_writes = true;
 		bool older = l->genid == s->genid && l->syncid == s->syncid &&
-		             fewer_events(l, s);
+		             older_copy(&in[i], &in[src]);
 		bool current = !out->forced && !missed_writes && !older &&
 		               l->genid == s->genid && l->syncid == s->syncid;
 		if (i == src) {
@@ -369,11 +380,16 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			c->role = BM_ROLE_SYNCHRONIZING;
 			c->sync_offset = 0;
 			c->older = older;
-			if (older)
+			if (older && l->events != s->events)
 				snprintf(c->why, sizeof(c->why), "an older copy of "
 				         "itself (events %" PRIu64 ", %s has %"
 				         PRIu64 "): copied again", l->events,
 				         in[src].path, s->events);
+			else if (older)
+				snprintf(c->why, sizeof(c->why), "an older copy of "
+				         "itself (bitmap clear %" PRIu64 ", %s has %"
+				         PRIu64 "): copied again", in[i].clear_seq,
+				         in[src].path, in[src].clear_seq);
 		}
 	}
 	return out->result = BM_ASM_OK;

@@ -39,6 +39,9 @@ struct bm_asm_input {
 	                         file); -1 when not known to be.  Also set
 	                         on an entry left unopened for it (not
 	                         present): it then gets no member id */
+	uint64_t clear_seq;   /* its bitmap header's (bitmap.c: bumped by
+	                         every clear on every component in service);
+	                         0: no bitmap, or not readable */
 };
 
 struct bm_asm_comp {

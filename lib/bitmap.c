@@ -74,12 +74,16 @@
  * Older copies.  Every clear bumps clear_seq in the header of every
  * component in service, so a copy of a component taken before a clear (a
  * snapshot put back, a replica that lagged) holds a lower clear_seq: it
- * lacks writes whose bits are gone.  At assembly such a component is
- * copied in full (bm_bitmap_behind: behind the newest header read); one
- * that comes back while the mirror runs is judged against the clear_seq
- * this server last wrote there (bm_bitmap_judge, from recover.c's judge)
- * — the case its label cannot show, a copy taken while the mirror stayed
- * DIRTY, so that no label was written between the copy and its departure.
+ * lacks writes whose bits are gone.  At assembly the headers' clear_seq
+ * count in the history after the labels' (assembly_decide.c: such a copy
+ * is never the source, even after a crash left every label DIRTY at the
+ * same events), and a component being copied whose header is behind the
+ * newest is copied in full (bm_bitmap_behind; so is an INACTIVE one at
+ * activate, whose header is read at open); one that comes back while the
+ * mirror runs is judged against the clear_seq this server last wrote
+ * there (bm_bitmap_judge, from recover.c's judge) — the case its label
+ * cannot show, a copy taken while the mirror stayed DIRTY, so that no
+ * label was written between the copy and its departure.
  * A crash in the middle of a clear's header writes leaves one header
  * behind: that component is copied in full too (it cannot be told from
  * an older copy).  A copy put back while the mirror was stopped cleanly
@@ -401,6 +405,23 @@ int bm_bitmap_read(struct bm_backend *be, const struct bm_label *l,
 	return err;
 }
 
+uint64_t bm_bitmap_clear_seq_of(struct bm_backend *be, const struct bm_label *l)
+{
+	struct bm_bitmap_header h;
+	uint64_t seq = 0;
+	void *buf;
+
+	if (l->bitmap_size < BM_BITMAP_BLOCK || l->bitmap_size > BM_BITMAP_AREA ||
+	    posix_memalign(&buf, 4096, BM_BITMAP_BLOCK))
+		return 0;
+	if (be->ops->pread_sync(be, buf, BM_BITMAP_BLOCK, l->bitmap_offset) == 0 &&
+	    bm_bitmap_header_decode(buf, BM_BITMAP_BLOCK, &h) == 0 &&
+	    h.component_id == l->component_id)
+		seq = h.clear_seq;
+	free(buf);
+	return seq;
+}
+
 /* ---- the engine's state ------------------------------------------------------ */
 
 struct bm_bitmap {
@@ -641,11 +662,16 @@ int bm_bitmap_open(struct bm_mirror *m, bool *usable)
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		struct bm_bitmap_header h;
-		/* an INACTIVE one was out of service: its bits do not count */
 		if (!c->be || atomic_load(&c->state) == BM_CS_ABSENT ||
-		    atomic_load(&c->state) == BM_CS_INACTIVE ||
 		    !c->label.bitmap_size || c->label.bitmap_chunk != b->region)
 			continue;
+		/* an INACTIVE one was out of service: its bits do not count,
+		 * its header's clear_seq does (activate: an older copy of it
+		 * put back is copied in full) */
+		if (atomic_load(&c->state) == BM_CS_INACTIVE) {
+			own_set(b, i, c, bm_bitmap_clear_seq_of(c->be, &c->label));
+			continue;
+		}
 		memset(bits, 0, (size_t)nblocks * BM_BITMAP_BITS_BYTES);
 		if (bm_bitmap_read(c->be, &c->label, &h, bits) < 0) {
 			fprintf(stderr, "blkmirror: %s: the bitmap of %s is "

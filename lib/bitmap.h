@@ -150,6 +150,12 @@ int bm_bitmap_block_decode(const uint8_t *buf, size_t len, uint32_t index,
 int bm_bitmap_decode(const uint8_t *area, size_t len, const struct bm_label *l,
                      struct bm_bitmap_header *h, uint8_t *bits);
 
+struct bm_backend;
+/* The clear_seq of the bitmap header on be (the label's place), for the
+ * assembly's history (assembly_decide.c); 0 when it has no bitmap or the
+ * header cannot be read or is another component's. */
+uint64_t bm_bitmap_clear_seq_of(struct bm_backend *be, const struct bm_label *l);
+
 /* The engine's side (bitmap.c); struct bm_mirror has a pointer to it. */
 struct bm_mirror;
 struct bm_component;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "lease.h"
 #include "deadline.h"
@@ -327,6 +328,15 @@ static int activate_serialized(bm_mirror *m, const char *path)
 	/* failures found on its earlier requests are not applied to it */
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
+	/* its header behind the last clear: an older copy of it was put
+	 * back (while the mirror was stopped); bits of writes it lacks are
+	 * gone */
+	if (!c->sync_full && bm_bitmap_behind(m, c)) {
+		c->sync_full = true;
+		fprintf(stderr, "blkmirror: %s: %s: its bitmap is older than "
+		        "the last clear of the others': copied in full\n",
+		        m->name, c->path);
+	}
 	err = start_full_copy_locked(m, c);
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)

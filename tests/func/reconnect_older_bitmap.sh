@@ -23,6 +23,7 @@ for _ in $(seq 1 200); do [ "$(dirty)" = 1 ] && break; sleep 0.1; done
   fail "a label was written since the copy: the case is not shown"
 disk_kill a
 wait_status m0 "a.disk.sock (DISCONNECTED" 30
+bm configure --sync-max 1M m0      # its copy: stopped in the middle
 touch "$T/stop"; wait "$writer" || fail "the writer failed"
 cp --sparse=always "$T/a.old" "$T/a.img"
 # back, slow to write (its copy takes ~12 s), and the mirror stopped

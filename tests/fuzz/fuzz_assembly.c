@@ -79,7 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (missed & (1u << k))
 				l->missed |= 1u << k;
 		}
-		l->events = take(&b) % 4; /* (0: unknown, a version 2 label's) */
+		l->events = take(&b) % 4; /* (0: none, a version 2 label's) */
+		in[i].clear_seq = take(&b) % 3; /* (0: no bitmap, or damaged) */
 		if (l->version == 1) {
 			l->missed = 0;
 			memset(l->member_id, 0, sizeof(l->member_id));
@@ -119,12 +120,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap(); /* ACTIVE on another generation */
 		if (l->events > out.events)
 			__builtin_trap(); /* the count would go back */
-		if (out.comp[i].role == BM_ROLE_ACTIVE && l->events && s->events &&
-		    l->events != s->events)
+		if (out.comp[i].role == BM_ROLE_ACTIVE &&
+		    (l->events != s->events ||
+		     (in[i].clear_seq && in[out.source].clear_seq &&
+		      in[i].clear_seq != in[out.source].clear_seq)))
 			__builtin_trap(); /* an older (or newer) copy left ACTIVE */
-		if (out.comp[i].older && (cmp_gen(l, s) != 0 || !l->events ||
-		                          l->events >= s->events))
-			__builtin_trap(); /* older, but not by its events */
+		if (out.comp[i].older && (cmp_gen(l, s) != 0 ||
+		    l->events > s->events ||
+		    (l->events == s->events &&
+		     (!in[i].clear_seq ||
+		      in[i].clear_seq >= in[out.source].clear_seq))))
+			__builtin_trap(); /* older, but not by its history */
 		if (!full(l))
 			continue;
 		/* A lower generation won over a higher one: only when a used

@@ -289,24 +289,54 @@ int main(void)
 	CHECK_EQ(out.source, 1);
 	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
 	CHECK(!out.comp[0].older);
-	/* A version 2 label (events 0, unknown) is never older; it loses
-	 * the source's tie even with the higher priority (the order stays
-	 * total: fuzz_assembly found a, b, c each beating the next). */
+	/* A version 2 label (no events, 0) beside a version 3 one at the
+	 * same genid and syncid: an older copy from before the upgrade (the
+	 * first start of version 3 wrote a count to every component in
+	 * service), even with the higher priority. */
 	in[0].label.events = 0;
 	in[0].label.priority = 10;
 	CHECK_EQ(decide(-1), BM_ASM_OK);
 	CHECK_EQ(out.source, 1);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_SYNCHRONIZING);
+	CHECK(out.comp[0].older);
+	/* All without events (before the upgrade's first start): equals. */
+	setup(2);
+	in[1].label.priority = 1;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
 	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
-	CHECK(!out.comp[0].older);
+	CHECK_EQ(out.events, 0);
+	/* The source's order is total (fuzz_assembly found a, b, c each
+	 * beating the next when "unknown" equalled anything). */
 	setup(3);
 	in[1].label.events = 3;
 	in[2].label.events = 1;
 	in[2].label.priority = 2;
 	CHECK_EQ(decide(-1), BM_ASM_OK);
 	CHECK_EQ(out.source, 1);
-	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
-	CHECK_EQ(out.comp[2].role, BM_ROLE_SYNCHRONIZING);
+	CHECK(out.comp[0].older);
 	CHECK(out.comp[2].older);
+	/* As many events, an older bitmap header (a copy taken while the
+	 * mirror stayed DIRTY, put back after a crash): older, never the
+	 * source, whatever its priority; the generation was DIRTY. */
+	setup(2);
+	in[0].label.events = in[1].label.events = 4;
+	in[0].label.component_flags = in[1].label.component_flags = BM_CF_DIRTY;
+	in[0].clear_seq = 9;
+	in[1].clear_seq = 6;
+	in[1].label.priority = 9;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK(out.was_dirty);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK(out.comp[1].older);
+	CHECK(strstr(out.comp[1].why, "older copy of itself (bitmap clear 6, /d/a has 9)"));
+	/* An unknown header (0: no bitmap, or damaged) is never older, only
+	 * loses the tie. */
+	in[1].clear_seq = 0;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK(!out.comp[1].older);
 	/* Events never outrank the generation: more events at a lower
 	 * syncid (it left before writes it then missed) is still stale,
 	 * copied from the source's bitmap (not `older`). */
