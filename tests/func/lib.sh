@@ -364,6 +364,18 @@ filedisk() {
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+# reads_newest PATTERN OFFSET LEN: m0 reads round-robin, and four reads
+# of the range (so through every component of two) hold PATTERN
+reads_newest() {
+  bm configure -b round-robin m0 || fail "configure -b round-robin"
+  for _ in 1 2 3 4; do
+    qemu-io -f raw "$(uri m0)" -c "read -P $1 $2 $3" >"$T/r.out" 2>&1 ||
+      fail "read: $(cat "$T/r.out")"
+    has "Pattern verification failed" "$T/r.out" &&
+      fail "a read of $2+$3 returned old data: $(cat "$T/r.out")"
+  done
+  return 0
+}
 # nbd_file_mirror: m0 of a (the file $T/a.img, 64 MiB, served by nbdkit
 # as $(disk_uri a), which can be killed and brought back) and the file b,
 # 1 MiB bitmap regions, served with --io-timeout 5; $A and $u are set
