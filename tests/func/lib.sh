@@ -364,6 +364,8 @@ filedisk() {
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+# bitmap_dirty NAME: how many of the bitmap's regions `list` says are dirty
+bitmap_dirty() { bm list "$1" | sed -n 's/.*Bitmap: .* \([0-9]*\) dirty.*/\1/p' | sed -n 1p; }
 # reads_newest PATTERN OFFSET LEN: m0 reads round-robin, and four reads
 # of the range (so through every component of two) hold PATTERN
 reads_newest() {

@@ -13,13 +13,12 @@ bm label -n -r 1M m0 "$T/a" "$T/b" >/dev/null
 bm configure -p 9 m0 "$T/b"          # b would be the source on a tie
 serve m0
 u=$(uri m0)
-dirty() { bm list m0 | sed -n 's/.*Bitmap: .* \([0-9]*\) dirty.*/\1/p' | head -1; }
 keep_writing m0                      # region 0, every 0.2 s: never idle
 qemu-io -f raw "$u" -c 'write -P 0x11 8M 1M' -c flush >/dev/null
 cp --sparse=always "$T/b" "$T/b.old"   # the copy, taken busy
 qemu-io -f raw "$u" -c 'write -P 0x33 8M 1M' -c flush >/dev/null
-for _ in $(seq 1 200); do [ "$(dirty)" = 1 ] && break; sleep 0.1; done
-[ "$(dirty)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
+for _ in $(seq 1 200); do [ "$(bitmap_dirty m0)" = 1 ] && break; sleep 0.1; done
+[ "$(bitmap_dirty m0)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
 touch "$T/stop"
 kill -9 "$(server_pid m0)"           # the crash, still DIRTY
 wait "$writer" 2>/dev/null || true

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 nbd_file_mirror
-dirty() { bm list m0 | sed -n 's/.*Bitmap: .* \([0-9]*\) dirty.*/\1/p' | head -1; }
 qemu-io -f raw "$u" -c 'write -P 0x55 16M 32M' >/dev/null  # data to copy
 keep_writing m0                      # region 0, every 0.2 s: never idle
 qemu-io -f raw "$u" -c 'write -P 0x11 8M 1M' -c flush >/dev/null
@@ -17,8 +16,8 @@ cp --sparse=always "$T/a.img" "$T/a.old"   # the copy, taken busy
 seq_then=$(bm dump "$T/a.old" | sed -n 's/^ *Seq: //p')
 qemu-io -f raw "$u" -c 'write -P 0x33 8M 1M' -c flush >/dev/null
 # the settle pass clears 8M's bit (untouched since); region 0 stays set
-for _ in $(seq 1 200); do [ "$(dirty)" = 1 ] && break; sleep 0.1; done
-[ "$(dirty)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
+for _ in $(seq 1 200); do [ "$(bitmap_dirty m0)" = 1 ] && break; sleep 0.1; done
+[ "$(bitmap_dirty m0)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
 [ "$(bm dump "$T/a.img" 2>/dev/null | sed -n 's/^ *Seq: //p')" = "$seq_then" ] ||
   fail "a label was written since the copy: the case is not shown"
 disk_kill a
