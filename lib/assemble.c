@@ -426,6 +426,8 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 	if (r == 0) {
 		r = bm_label_read_be(be, &in[0].label);
 		in[0].data_area = bm_data_area(be->size);
+		if (r == 0) /* (the history as serve sees it) */
+			in[0].clear_seq = bm_bitmap_clear_seq_of(be, &in[0].label);
 		be->ops->close(be);
 	}
 	if (r < 0) {
@@ -452,6 +454,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 		if (lr == 0 && in[k].label.mirror_id == in[0].label.mirror_id) {
 			in[k].present = true;
 			in[k].data_area = bm_data_area(be->size);
+			in[k].clear_seq = bm_bitmap_clear_seq_of(be, &in[k].label);
 		} else if (lr < 0 && lr != -ENOENT && !unreadable) {
 			unreadable = others[i]; /* (EIO, too small: no telling) */
 		}

@@ -40,9 +40,10 @@
  *         (version 3: the mirror's count of DIRTY and clean marks; fewer at
  *         the same genid and syncid is an older copy of the component put
  *         back, a snapshot say, which gmirror's rule takes for current),
- *         then the bitmap header's clear_seq (as many events, an older
- *         header: a copy taken while the mirror stayed DIRTY, put back
- *         after a crash).
+ *         then, for DIRTY labels, the bitmap header's clear_seq (as many
+ *         events, an older header: a copy taken while the mirror stayed
+ *         DIRTY, put back after a crash; two clean labels at the same
+ *         events hold the same data).
  *     Labels of version 1 record nothing (missed 0): the genid/syncid rule
  *     alone applies, as before.  No count of events (0, an older version's
  *     label) is fewer than any: the first start of version 3 writes one
@@ -84,23 +85,36 @@ bool bm_label_says_missed(const struct bm_label *a, uint64_t id)
 	return false;
 }
 
+/* The clear_seq that counts in e's history: its header's when its label
+ * says DIRTY, else none.  Two clean labels at the same events hold the
+ * same data (a write since would have marked DIRTY, a new count), and a
+ * clean stop writes the labels before the clear's headers, so a crash or
+ * a failed header write there leaves headers that differ for nothing.  A
+ * copy taken while the mirror stayed DIRTY and put back after a crash is
+ * told by its header (bitmap.c "Older copies"). */
+static uint64_t dirty_clear_seq(const struct bm_asm_input *e)
+{
+	return (e->label.component_flags & BM_CF_DIRTY) ? e->clear_seq : 0;
+}
+
 /* At the same genid and syncid, a is an older copy of its component than
  * b (label.h; bitmap.c "Older copies"): fewer events (none, 0, is fewer:
  * the first start of version 3 writes 1 to every component in service,
- * and one away then bumped syncid with the first write), or as many and
- * an older bitmap header (a copy taken while the mirror stayed DIRTY,
- * before a clear; both headers readable). */
+ * and one away then bumped syncid with the first write), or as many, both
+ * DIRTY, and an older bitmap header (both readable). */
 static bool older_copy(const struct bm_asm_input *a, const struct bm_asm_input *b)
 {
 	if (a->label.events != b->label.events)
 		return a->label.events < b->label.events;
-	return a->clear_seq && b->clear_seq && a->clear_seq < b->clear_seq;
+	uint64_t x = dirty_clear_seq(a), y = dirty_clear_seq(b);
+	return x && y && x < y;
 }
 
-/* genid, then syncid, then events, then the bitmap's clear_seq: the newer
- * place in the history (0: the same, as far as they tell).  An unknown
- * clear_seq (0: no bitmap, or a damaged one) ranks lowest, so that the
- * order stays total; it never makes a copy `older`. */
+/* genid, then syncid, then events, then the bitmap's clear_seq of a DIRTY
+ * label: the newer place in the history (0: the same, as far as they
+ * tell).  An unknown clear_seq (0: no bitmap, a damaged one, or a clean
+ * label) ranks lowest, so that the order stays total; it never makes a
+ * copy `older`. */
 static int cmp_history(const struct bm_asm_input *a, const struct bm_asm_input *b)
 {
 	if (a->label.genid != b->label.genid)
@@ -109,8 +123,8 @@ static int cmp_history(const struct bm_asm_input *a, const struct bm_asm_input *
 		return a->label.syncid > b->label.syncid ? 1 : -1;
 	if (a->label.events != b->label.events)
 		return a->label.events > b->label.events ? 1 : -1;
-	if (a->clear_seq != b->clear_seq)
-		return a->clear_seq > b->clear_seq ? 1 : -1;
+	if (dirty_clear_seq(a) != dirty_clear_seq(b))
+		return dirty_clear_seq(a) > dirty_clear_seq(b) ? 1 : -1;
 	return 0;
 }
 

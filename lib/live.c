@@ -449,6 +449,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	c->retry_at_ms = 0;
 	c->retry_delay_ms = 0;
 	atomic_store(&c->refused, false);
+	atomic_store(&c->link_dead, false);
 	zero_stats(&c->stats);
 	bm_set_why(m, c, "%s", p->inactive ? "inserted inactive" : "");
 
@@ -1009,6 +1010,7 @@ int bm_mirror_remove(bm_mirror *m, const char *const *paths, size_t n,
 		departed |= was[i] == BM_CS_ACTIVE ||
 		            was[i] == BM_CS_SYNCHRONIZING;
 		atomic_store(&c->state, BM_CS_REMOVED);
+		atomic_store(&c->link_dead, false);
 	}
 	/* Its label may not be cleared (unreachable): then it must never pass
 	 * for current again. */

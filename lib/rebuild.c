@@ -130,6 +130,7 @@ static int deactivate_serialized(bm_mirror *m, const char *path)
 	}
 	/* From here no new request reaches it (bm_comp_get, compio.c). */
 	atomic_store(&c->state, BM_CS_INACTIVE);
+	atomic_store(&c->link_dead, false); /* (out of service now) */
 	bm_set_why(m, c, "deactivated");
 	update_degraded_locked(m);
 	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_DEACTIVATED, c->path,

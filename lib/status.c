@@ -36,6 +36,14 @@ const char *bm_comp_state_name(int state)
 			used += (size_t)n_;                                \
 	} while (0)
 
+/* The last ACTIVE component whose NBD connection is gone (events.c):
+ * ACTIVE, but every request fails until it is connected again. */
+static bool link_lost(struct bm_component *c)
+{
+	return atomic_load(&c->state) == BM_CS_ACTIVE &&
+	       atomic_load(&c->link_dead);
+}
+
 int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -46,8 +54,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	pthread_mutex_lock(&m->info_lock);
 	for (int i = 0; i < m->ncomp; i++)
 		if ((atomic_load(&m->comp[i].state) != BM_CS_ACTIVE &&
-		     bm_comp_present(&m->comp[i])) ||
-		    atomic_load(&m->comp[i].link_dead))
+		     bm_comp_present(&m->comp[i])) || link_lost(&m->comp[i]))
 			complete = false; /* (the last one, its link gone: every
 			                     request fails until it is back) */
 	APPEND("%-*s  %-8s  %s\n", w, "Name", "Status", "Components");
@@ -62,7 +69,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 			detail[0] = ',';
 			detail[1] = ' ';
 			bm_sync_progress_text(m, i, detail + 2, sizeof(detail) - 2);
-		} else if (s != BM_CS_ACTIVE || atomic_load(&c->link_dead)) {
+		} else if (s != BM_CS_ACTIVE || link_lost(c)) {
 			snprintf(detail, sizeof(detail), ": %s", c->why);
 		}
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
@@ -128,16 +135,19 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 	struct timespec deadline = bm_deadline_ms(CLOCK_REALTIME, 500);
 	bool labels;
 	int present = 0, shown = 0;
+	bool lost = false;
 
-	for (int i = 0; i < m->ncomp; i++)
+	for (int i = 0; i < m->ncomp; i++) {
 		present += bm_comp_present(&m->comp[i]);
+		lost |= link_lost(&m->comp[i]);
+	}
 	labels = pthread_mutex_timedlock(&m->meta_lock, &deadline) == 0;
 	pthread_mutex_lock(&m->info_lock);
 	bm_mirror_flags_str(m->mirror_flags, mf, sizeof(mf));
 	APPEND("Geom name: %s\nState: %s\nComponents: %d\nBalance: %s\n"
 	       "Slice: %u\nFlags: %s\nGenID: %" PRIu64 "\nSyncID: %" PRIu64
 	       "\nID: %016" PRIx64 "\nMediasize: %" PRIu64 "\n",
-	       m->name, m->degraded ? "DEGRADED" : "COMPLETE", present,
+	       m->name, m->degraded || lost ? "DEGRADED" : "COMPLETE", present,
 	       bm_balance_name(atomic_load(&m->balance)),
 	       atomic_load(&m->slice), mf, m->genid, m->syncid, m->mirror_id,
 	       m->size);
@@ -158,7 +168,7 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 			APPEND("   Progress: %s\n", progress);
 		}
 		if ((s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) ||
-		    atomic_load(&c->link_dead)) {
+		    link_lost(c)) {
 			APPEND("   Reason: %s\n", c->why);
 			if (s == BM_CS_ABSENT)
 				continue;

@@ -30,7 +30,9 @@ rc=0; st=$(bm status m0) || rc=$?
 has "m0 *DEGRADED" <<<"$st" || fail "status: $st"
 has "b.disk.sock (ACTIVE: its connection is gone (.*); connecting again when its server answers)" <<<"$st" ||
   fail "status does not say why: $st"
-bm list m0 | has "Reason: its connection is gone" || fail "list: $(bm list m0)"
+lst=$(bm list m0)
+has "Reason: its connection is gone" <<<"$lst" || fail "list: $lst"
+has "State: DEGRADED" <<<"$lst" || fail "list says the mirror is not DEGRADED: $lst"
 filedisk b "$T/b.img"
 ok=
 for _ in $(seq 1 100); do

@@ -5,7 +5,7 @@
 # clear_seq in each of them.  The copy with the older header is never the
 # source, even with the higher priority (before: it was, and its old data
 # were copied over the acknowledged writes of the other), and is copied
-# in full.
+# in full; `clear` of the newer one is refused.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 64 a b
@@ -27,6 +27,10 @@ ev=$(bm dump "$T/a" | sed -n 's/^ *Events: //p')
   fail "the copy's events differ: the case is not shown"
 bm dump "$T/a" | has "Flags: DIRTY" || fail "a is not DIRTY: $(bm dump "$T/a")"
 cp --sparse=always "$T/b.old" "$T/b"   # put back
+# `clear` of a would leave the older copy: refused (it asks the same
+# history as serve, headers included)
+expect_error "is the only up-to-date copy" bm clear "$T/a"
+bm dump "$T/a" | has "Name: m0" || fail "a's label was cleared"
 serve m0
 out=$(qemu-io -f raw -r "$u" -c 'read -P 0x33 8M 1M' 2>&1) || true
 { grep -q "^read " <<<"$out" && ! grep -q "Pattern verification failed" <<<"$out"; } ||

@@ -120,15 +120,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap(); /* ACTIVE on another generation */
 		if (l->events > out.events)
 			__builtin_trap(); /* the count would go back */
+		bool dirty = (l->component_flags & BM_CF_DIRTY) &&
+		             (s->component_flags & BM_CF_DIRTY);
 		if (out.comp[i].role == BM_ROLE_ACTIVE &&
 		    (l->events != s->events ||
-		     (in[i].clear_seq && in[out.source].clear_seq &&
+		     (dirty && in[i].clear_seq && in[out.source].clear_seq &&
 		      in[i].clear_seq != in[out.source].clear_seq)))
 			__builtin_trap(); /* an older (or newer) copy left ACTIVE */
 		if (out.comp[i].older && (cmp_gen(l, s) != 0 ||
 		    l->events > s->events ||
 		    (l->events == s->events &&
-		     (!in[i].clear_seq ||
+		     (!dirty || !in[i].clear_seq ||
 		      in[i].clear_seq >= in[out.source].clear_seq))))
 			__builtin_trap(); /* older, but not by its history */
 		if (!full(l))

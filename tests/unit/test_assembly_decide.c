@@ -337,6 +337,16 @@ int main(void)
 	CHECK_EQ(decide(-1), BM_ASM_OK);
 	CHECK_EQ(out.source, 0);
 	CHECK(!out.comp[1].older);
+	/* Clean labels at the same events hold the same data: headers that
+	 * differ (a crash between the clean labels and the clear's header
+	 * writes) change nothing, priority decides, both ACTIVE. */
+	in[0].label.component_flags = in[1].label.component_flags = 0;
+	in[1].clear_seq = 6;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK(!out.was_dirty);
+	CHECK_EQ(out.comp[0].role, BM_ROLE_ACTIVE);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_ACTIVE);
 	/* Events never outrank the generation: more events at a lower
 	 * syncid (it left before writes it then missed) is still stale,
 	 * copied from the source's bitmap (not `older`). */
