@@ -622,9 +622,9 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	m->size = out.data_size;
 	m->genid = out.genid;
 	m->syncid = out.syncid;
-	/* at least 1: a copy put back later with none (0, an older
-	 * version's label) is then older (assembly_decide.c) */
-	m->events = out.events ? out.events : 1;
+	/* (the start's labels count one more, bm_mirror_open: a copy put
+	 * back later with none, 0, an older version's label, is older) */
+	m->events = out.events;
 	m->missed = out.missed;
 	m->mirror_flags = source->label.mirror_flags;
 	atomic_store(&m->balance, (int)source->label.balance);
@@ -851,6 +851,10 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	if (err < 0)
 		goto fail;
 	pthread_mutex_lock(&m->meta_lock);
+	/* every start counts: a copy taken before it is older than what the
+	 * start writes (a crash, a start with no write, a clean stop: the
+	 * labels would say clean at the count of the copy's DIRTY one) */
+	m->events++;
 	err = bm_meta_write_all_labels(m);
 	/* every component in service holds the union of the bits; one that
 	 * cannot is failed out by its first bit write (bitmap.c), not here:
@@ -996,6 +1000,8 @@ int bm_mirror_close(bm_mirror *m)
 	if (bm_meta_flush_all_locked(m) == 0) {
 		atomic_store(&m->dirty_on_disk, false);
 		atomic_store(&m->dirty, false);
+		m->events++; /* a clean mark: a copy taken before (DIRTY at
+		                the same count) is older (label.h) */
 		if (bm_meta_write_all_labels(m) < 0) {
 			atomic_store(&m->dirty, true);
 			fprintf(stderr, "blkmirror: %s: a label could not be "

@@ -31,8 +31,9 @@
  *      syncid rule alone decides); blkmirror writes version 2 from then on,
  *      which a blkmirror that reads only version 1 refuses by its version.
  *   3  (2026-12) older copies put back: events (offset 400, u64), the
- *      mirror's count of DIRTY and clean marks, written into every label
- *      write of every component in service.  Of two components at the same
+ *      mirror's count of DIRTY and clean marks (the idle clean's and the
+ *      stop's) and of starts, written into every label write of every
+ *      component in service.  Of two components at the same
  *      genid and syncid, the one with fewer events is an older copy of
  *      itself (a snapshot, a lagging replica put back while the mirror was
  *      stopped): never the source, and copied in full.  A version 2 label

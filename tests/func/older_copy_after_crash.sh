@@ -42,3 +42,25 @@ has "copied (in full)" "$T/m0.log" || fail "not copied in full: $(grep synchroni
 reads_newest 0x33 8M 1M
 stop m0
 same_data "$T/a" "$T/b"
+# The same copy taken busy, the mirror then stopped cleanly (no crash):
+# the stop's clean mark counts, so the copy's DIRTY label is older (before
+# the stop counted, its label said DIRTY at the count the clean labels
+# had, and it was the source again)
+serve m0
+keep_writing m0
+qemu-io -f raw "$u" -c 'write -P 0x55 8M 1M' -c flush >/dev/null
+cp --sparse=always "$T/b" "$T/b.old2"
+qemu-io -f raw "$u" -c 'write -P 0x66 8M 1M' -c flush >/dev/null
+for _ in $(seq 1 200); do [ "$(bitmap_dirty m0)" = 1 ] && break; sleep 0.1; done
+[ "$(bitmap_dirty m0)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
+touch "$T/stop"; wait "$writer" || fail "the writer failed"
+stop m0
+cp --sparse=always "$T/b.old2" "$T/b"
+: >"$T/m0.log"
+serve m0
+wait_complete m0
+has "b is an older copy of itself (events" "$T/m0.log" ||
+  fail "the copy put back after a clean stop was not noticed: $(tail -5 "$T/m0.log")"
+reads_newest 0x66 8M 1M
+stop m0
+same_data "$T/a" "$T/b"
