@@ -127,6 +127,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     (dirty && in[i].clear_seq && in[out.source].clear_seq &&
 		      in[i].clear_seq != in[out.source].clear_seq)))
 			__builtin_trap(); /* an older (or newer) copy left ACTIVE */
+		/* the source is no older copy of a full one of its
+		 * generation that no used label says missed writes (the
+		 * helper's blind spot: a stale source, not only a stale
+		 * ACTIVE one) */
+		bool missed_any = false;
+		for (int k = 0; k < n; k++)
+			if (out.comp[k].role != BM_ROLE_ABSENT &&
+			    bm_label_says_missed(&in[k].label, l->component_id))
+				missed_any = true;
+		if (full(l) && !missed_any && cmp_gen(l, s) == 0 &&
+		    (s->events < l->events ||
+		     (s->events == l->events && dirty && in[i].clear_seq &&
+		      in[out.source].clear_seq > 0 &&
+		      in[out.source].clear_seq < in[i].clear_seq)))
+			__builtin_trap(); /* an older copy chosen as the source */
 		if (out.comp[i].older && (cmp_gen(l, s) != 0 ||
 		    l->events > s->events ||
 		    (l->events == s->events &&
