@@ -28,6 +28,20 @@
  *
  * Errors keep their errno (ENOSPC stays ENOSPC) up to the engine.
  *
+ * A regular file is never grown: a write, zeroing or trim first looks at
+ * its size (fstat) and fails ENODEV, as a read past the end does, when the
+ * file is shorter than the component (cut short by truncate).  A write
+ * past the new end would grow it back with a hole that reads as zeros,
+ * and a label or lease write at the end would make it look whole again
+ * (test component_file_shrinks_written).  check() sees a short file at
+ * the next tick (250 ms); this closes most of the window before it.  The
+ * look is skipped for 1 ms after one that found the file whole (an fstat
+ * costs ~1.3 us here, 2-4% of a small write's cost per component), so a
+ * cut in that millisecond, or while the kernel still holds a write
+ * queued before it, can still be grown back: then check() sees a file
+ * grown to a data write's end as short, and the lease renewal a file
+ * grown back whole (its lease block reads as zeros: FAILED).
+ *
  * abort() cancels what is in flight in the kernel (IORING_OP_ASYNC_CANCEL,
  * best effort) or still queued in the pool, and makes later submits fail
  * with ECONNABORTED; close() after abort() waits a bounded time, then leaves
@@ -50,6 +64,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../backend.h"
@@ -70,6 +85,7 @@ struct file_backend {
 	int fd_buffered;
 	int fd_direct;          /* -1 when O_DIRECT is refused */
 	bool is_blockdev;
+	_Atomic int64_t whole_until_ns; /* refuse_if_shrank: no look before */
 	bool use_uring;
 	uint32_t lbs;           /* logical block size (block devices) */
 	atomic_bool aborted;
@@ -212,6 +228,33 @@ static int exec_sync(struct file_backend *fb, struct bm_breq *r)
 		return write_zeros(fd, r->offset, r->length);
 	}
 	return -EINVAL;
+}
+
+/* A regular file shorter than the component (truncate) must not be
+ * written: the write would grow it back with a hole (see the top). */
+static int refuse_if_shrank(struct file_backend *fb)
+{
+	struct stat st;
+	struct timespec ts;
+
+	if (fb->is_blockdev)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (now < atomic_load_explicit(&fb->whole_until_ns,
+	                               memory_order_relaxed))
+		return 0;
+	if (fstat(fb->fd_buffered, &st) < 0)
+		return 0; /* (check() says why) */
+	if ((uint64_t)st.st_size >= fb->base.size) {
+		atomic_store_explicit(&fb->whole_until_ns, now + 1000000,
+		                      memory_order_relaxed);
+		return 0;
+	}
+	return bm_error(ENODEV, "%s: the file shrank to %llu bytes (it had "
+	                "%llu): not written", fb->base.path,
+	                (unsigned long long)st.st_size,
+	                (unsigned long long)fb->base.size);
 }
 
 /* ---- io_uring mode ---- */
@@ -384,6 +427,13 @@ static int file_submit(struct bm_backend *be, struct bm_breq *r)
 	if (atomic_load(&fb->aborted))
 		return -ECONNABORTED;
 	atomic_fetch_add(&fb->inflight, 1);
+	if (r->op != BM_BOP_READ && r->op != BM_BOP_FLUSH) {
+		int shrank = refuse_if_shrank(fb);
+		if (shrank) {
+			finish(fb, r, shrank);
+			return 0;
+		}
+	}
 	if (r->op == BM_BOP_TRIM || r->op == BM_BOP_ZERO) {
 		/* done here, synchronously: what this thread's batch holds
 		 * for the other components goes first, not after it */
@@ -430,7 +480,10 @@ static int file_pwrite_sync(struct bm_backend *be, const void *buf,
 {
 	struct file_backend *fb = (struct file_backend *)be;
 	size_t done = 0;
+	int shrank = refuse_if_shrank(fb);
 
+	if (shrank)
+		return shrank;
 	while (done < len) {
 		ssize_t n = pwrite(fb->fd_buffered, (const char *)buf + done,
 		                   len - done, (off_t)(off + done));
