@@ -37,10 +37,13 @@
  * the next tick (250 ms); this closes most of the window before it.  The
  * look is skipped for 1 ms after one that found the file whole (an fstat
  * costs ~1.3 us here, 2-4% of a small write's cost per component), so a
- * cut in that millisecond, or while the kernel still holds a write
- * queued before it, can still be grown back: then check() sees a file
- * grown to a data write's end as short, and the lease renewal a file
- * grown back whole (its lease block reads as zeros: FAILED).
+ * cut in that millisecond, or while a write that passed still waits (in
+ * the kernel, in the thread pool's queue, or requeued after a short
+ * write), can still be grown back: reads of the hole return zeros until
+ * check() sees a file grown to a data write's end as short, or the lease
+ * renewal (~1 s) a file grown back whole (its lease block reads as
+ * zeros: FAILED).  Not on network or FUSE file systems, where fstat may
+ * wait for a server (local_fs): there only check() looks.
  *
  * abort() cancels what is in flight in the kernel (IORING_OP_ASYNC_CANCEL,
  * best effort) or still queued in the pool, and makes later submits fail
@@ -62,6 +65,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -85,6 +89,7 @@ struct file_backend {
 	int fd_buffered;
 	int fd_direct;          /* -1 when O_DIRECT is refused */
 	bool is_blockdev;
+	bool size_look;                 /* refuse_if_shrank looks (local fs) */
 	_Atomic int64_t whole_until_ns; /* refuse_if_shrank: no look before */
 	bool use_uring;
 	uint32_t lbs;           /* logical block size (block devices) */
@@ -230,6 +235,33 @@ static int exec_sync(struct file_backend *fb, struct bm_breq *r)
 	return -EINVAL;
 }
 
+/* Whether fd's file system answers fstat from memory.  On a network or
+ * FUSE one it may ask a server (and block the submitting thread while
+ * that server is away: an NFS hard mount), so writes do not look there;
+ * check() still does, on the event thread. */
+static bool local_fs(int fd)
+{
+	static const unsigned long remote[] = {
+		0x6969,     /* NFS */
+		0x65735546, /* FUSE */
+		0xff534d42, /* CIFS */
+		0xfe534d42, /* SMB2 */
+		0x00c36400, /* Ceph */
+		0x01021997, /* 9p */
+		0x6b414653, /* AFS */
+		0x47504653, /* GPFS */
+		0x0bd00bd0, /* Lustre */
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(remote) / sizeof(remote[0]); i++)
+		if ((unsigned long)sf.f_type == remote[i])
+			return false;
+	return true;
+}
+
 /* A regular file shorter than the component (truncate) must not be
  * written: the write would grow it back with a hole (see the top). */
 static int refuse_if_shrank(struct file_backend *fb)
@@ -237,7 +269,7 @@ static int refuse_if_shrank(struct file_backend *fb)
 	struct stat st;
 	struct timespec ts;
 
-	if (fb->is_blockdev)
+	if (!fb->size_look)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -430,6 +462,7 @@ static int file_submit(struct bm_backend *be, struct bm_breq *r)
 	if (r->op != BM_BOP_READ && r->op != BM_BOP_FLUSH) {
 		int shrank = refuse_if_shrank(fb);
 		if (shrank) {
+			r->unanswered = true; /* (refused: backend.h) */
 			finish(fb, r, shrank);
 			return 0;
 		}
@@ -800,6 +833,7 @@ int bm_file_backend_open(const char *path, bool exclusive,
 		           (lbs & (lbs - 1)) == 0) ? (uint32_t)lbs : 512;
 	} else {
 		fb->base.size = (uint64_t)st.st_size;
+		fb->size_look = local_fs(fd);
 	}
 	fb->fd_direct = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	pthread_mutex_init(&fb->sq_lock, NULL);
