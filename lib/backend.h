@@ -23,7 +23,9 @@ struct bm_breq {
 	uint64_t offset;
 	uint32_t length;
 	void *buf;
-	/* Called once, on a backend thread, with 0 or -errno. */
+	/* Called once with 0 or -errno: on a backend thread, or on the
+	 * submitter's before submit() returns 0 (a request done or refused
+	 * at once: file.c's TRIM, ZERO and writes to a file cut short). */
 	void (*done)(struct bm_breq *r, int result);
 	void *opaque;         /* the submitter's */
 	uint32_t progress;    /* backend-private: bytes already transferred */
