@@ -680,7 +680,8 @@ static int choose_states(struct bm_mirror *m, const char *name,
 /*
  * The write-intent bitmap (bitmap.c), once the states are chosen: the
  * union of the components' bits.  A component whose label says FORCE_SYNC
- * (rebuild or activate stopped by a restart) is copied in full.  A DIRTY
+ * (rebuild or activate stopped by a restart) is copied in full (from its
+ * checkpoint after a clean stop, from 0 after a crash).  A DIRTY
  * start copies the set regions only (the sync thread asks bitmap.c).
  */
 static int open_bitmap(struct bm_mirror *m, const char *name)
@@ -704,6 +705,9 @@ static int open_bitmap(struct bm_mirror *m, const char *name)
 			 * during the copy copies in full again */
 			c->sync_full = true;
 			c->label.component_flags |= BM_CF_FORCE_SYNC;
+			/* (and no checkpoint of it is trusted either) */
+			atomic_store(&c->sync_offset, 0);
+			atomic_store(&c->sync_durable, 0);
 			fprintf(stderr, "blkmirror: %s: %s: its bitmap is older "
 			        "than the last clear of the others': copied in "
 			        "full\n", name, c->path);

@@ -55,7 +55,8 @@
  *     then the highest priority, then the first listed.  Every other component with
  *     the source's (genid, syncid) and events that no label says missed
  *     writes is ACTIVE if the source's generation was stopped cleanly, or
- *     resumes its copy at its checkpoint if it was being copied; when the
+ *     resumes its copy at its checkpoint if it was being copied (a copy
+ *     in full, FORCE_SYNC, goes on in full from there); when the
  *     generation was DIRTY, or the component is older, it is copied from
  *     offset 0 (an older copy of itself by events or clear_seq is `older`: over
  *     the bitmap's regions only if its bitmap header shows no clear since,
@@ -384,8 +385,12 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			c->role = BM_ROLE_INACTIVE;
 			snprintf(c->why, sizeof(c->why), "deactivated");
 		} else if (current && !out->was_dirty &&
-		           (l->component_flags & BM_CF_SYNCHRONIZING) &&
-		           !(l->component_flags & BM_CF_FORCE_SYNC)) {
+		           (l->component_flags & BM_CF_SYNCHRONIZING)) {
+			/* resumed at its checkpoint; FORCE_SYNC (a copy in
+			 * full: rebuild, activate, an older copy) goes on in
+			 * full from there (assemble.c open_bitmap): every
+			 * setter of FORCE_SYNC restarts the offset at 0, so
+			 * the data below it is this copy's */
 			c->role = BM_ROLE_SYNCHRONIZING;
 			c->sync_offset = l->sync_offset;
 		} else if (current && !out->was_dirty && holds_full_data(l)) {
