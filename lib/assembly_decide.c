@@ -385,12 +385,18 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			c->role = BM_ROLE_INACTIVE;
 			snprintf(c->why, sizeof(c->why), "deactivated");
 		} else if (current && !out->was_dirty &&
-		           (l->component_flags & BM_CF_SYNCHRONIZING)) {
+		           (l->component_flags & BM_CF_SYNCHRONIZING) &&
+		           l->events == s->events) {
 			/* resumed at its checkpoint; FORCE_SYNC (a copy in
 			 * full: rebuild, activate, an older copy) goes on in
 			 * full from there (assemble.c open_bitmap): every
 			 * setter of FORCE_SYNC restarts the offset at 0, so
-			 * the data below it is this copy's */
+			 * the data below it is this copy's.  Only at the
+			 * source's events: a checkpoint with more (the source
+			 * is an older copy put back) was copied from newer
+			 * data than the source holds, and is copied again
+			 * from 0 so that the copies agree (review of
+			 * 2026-12-04) */
 			c->role = BM_ROLE_SYNCHRONIZING;
 			c->sync_offset = l->sync_offset;
 		} else if (current && !out->was_dirty && holds_full_data(l)) {

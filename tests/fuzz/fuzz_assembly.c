@@ -81,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		l->events = take(&b) % 4; /* (0: none, a version 2 label's) */
 		in[i].clear_seq = take(&b) % 3; /* (0: no bitmap, or damaged) */
+		l->sync_offset = (take(&b) % 3) * MIB; /* a copy's checkpoint */
 		if (l->version == 1) {
 			l->missed = 0;
 			memset(l->member_id, 0, sizeof(l->member_id));
@@ -127,6 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     (dirty && in[i].clear_seq && in[out.source].clear_seq &&
 		      in[i].clear_seq != in[out.source].clear_seq)))
 			__builtin_trap(); /* an older (or newer) copy left ACTIVE */
+		if (out.comp[i].role == BM_ROLE_SYNCHRONIZING &&
+		    out.comp[i].sync_offset > 0 &&
+		    (l->events != s->events || cmp_gen(l, s) != 0 ||
+		     out.was_dirty))
+			__builtin_trap(); /* resumed from another history */
 		/* the source is no older copy of a full one of its
 		 * generation that no used label says missed writes (the
 		 * helper's blind spot: a stale source, not only a stale
