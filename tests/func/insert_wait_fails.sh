@@ -9,6 +9,10 @@ disk d0 64M --filter=error --filter=delay error-pwrite=EIO \
   error-pwrite-rate=100% error-pwrite-file="$T/fail" wdelay=20ms
 bm label -n m0 "$T/a" "$T/b"
 serve m0
+# the copy (63 MiB) takes ~4 s, so the writes fail in its middle and not
+# at its end's label write (seen under ASan on a busy machine: the copy
+# was at 80% when the failures began)
+bm configure --sync-max 16M m0
 bm insert --wait m0 "$(disk_uri d0)" >"$T/wait.out" 2>&1 &
 waiter=$!
 for _ in $(seq 1 200); do
