@@ -14,12 +14,7 @@ u=$(uri m0)
 qemu-io -f raw "$u" -c 'write -P 0x77 0 62M' >/dev/null
 # idle: the labels are marked clean (the next write marks them DIRTY)
 wait_status m0 "m0 *COMPLETE" 10
-for _ in $(seq 1 100); do
-  out=$(bm list m0) || true
-  grep -q "Flags: DIRTY" <<<"$out" || break
-  sleep 0.1
-done
-grep -q "Flags: DIRTY" <<<"$out" && fail "the mirror was never marked clean: $out"
+wait_clean m0
 truncate -s 10M "$T/b"
 qemu-io -f raw "$u" -c 'write -P 0x78 1M 4k' >/dev/null || fail "the write failed"
 for off in 41 42 43 44 11 20; do

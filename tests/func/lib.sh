@@ -364,6 +364,40 @@ filedisk() {
   PIDS+=("$(cat "$T/$1.disk.pid")")
 }
 disk_kill() { kill -9 "$(cat "$T/$1.disk.pid")"; }
+# wait_sync_pct NAME PCT: until status shows a copy at PCT% or more (10 s)
+wait_sync_pct() {
+  local pct=
+  for _ in $(seq 1 100); do
+    pct=$({ bm status "$1" || true; } | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
+    [ -n "$pct" ] && [ "$pct" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "no copy of $1 reached $2% (status: $(bm status "$1"))"
+}
+# wait_clean NAME: until `list` no longer says DIRTY (the idle clean, 20 s)
+wait_clean() {
+  local out=
+  for _ in $(seq 1 200); do
+    out=$(bm list "$1") || true
+    grep -q "Flags: DIRTY" <<<"$out" || return 0
+    sleep 0.1
+  done
+  fail "$1 was never marked clean: $out"
+}
+# busy_older_copy: on nbd_file_mirror's m0, kept busy (keep_writing:
+# region 0 every 0.2 s, never idle, so no label is written), $T/a.old is
+# a copy of a taken with 0x11 at 8M; then 0x33 goes there and the settle
+# pass clears 8M's bit; $seq_then is the copy's label seq
+busy_older_copy() {
+  qemu-io -f raw "$u" -c 'write -P 0x55 16M 32M' >/dev/null  # data to copy
+  keep_writing m0
+  qemu-io -f raw "$u" -c 'write -P 0x11 8M 1M' -c flush >/dev/null
+  cp --sparse=always "$T/a.img" "$T/a.old"
+  seq_then=$(bm dump "$T/a.old" | sed -n 's/^ *Seq: //p')
+  qemu-io -f raw "$u" -c 'write -P 0x33 8M 1M' -c flush >/dev/null
+  for _ in $(seq 1 200); do [ "$(bitmap_dirty m0)" = 1 ] && break; sleep 0.1; done
+  [ "$(bitmap_dirty m0)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
+}
 # bitmap_dirty NAME: how many of the bitmap's regions `list` says are dirty
 bitmap_dirty() { bm list "$1" | sed -n 's/.*Bitmap: .* \([0-9]*\) dirty.*/\1/p' | sed -n 1p; }
 # reads_newest PATTERN OFFSET LEN: m0 reads round-robin, and four reads

@@ -14,12 +14,7 @@ bm label -n m0 "$T/a" "$B" >/dev/null
 serve m0
 bm configure --sync-max 20M m0     # the copy takes ~8 s (a restart forgets it)
 bm rebuild m0 "$B" >/dev/null || fail "rebuild refused: $(bm status m0)"
-for _ in $(seq 1 100); do
-  pct=$({ bm status m0 || true; } | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
-  [ -n "$pct" ] && [ "$pct" -ge 45 ] && break
-  sleep 0.1
-done
-[ -n "$pct" ] && [ "$pct" -ge 45 ] || fail "the rebuild did not reach 45% (status: $(bm status m0))"
+wait_sync_pct m0 45
 stop m0
 off=$(bm dump "$B" | awk '/SyncOffset/ {print $2}')
 bm dump "$B" | has "Flags: SYNCHRONIZING, FORCE_SYNC" || fail "b's label after the stop: $(bm dump "$B")"
@@ -40,11 +35,7 @@ serve m0
 bm configure --sync-max 20M m0
 bm rebuild m0 "$B" >/dev/null || fail "second rebuild refused"
 keep_writing m0
-for _ in $(seq 1 100); do
-  pct=$({ bm status m0 || true; } | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
-  [ -n "$pct" ] && [ "$pct" -ge 45 ] && break
-  sleep 0.1
-done
+wait_sync_pct m0 45
 out=$(bm list m0) || true
 grep -q "Flags: DIRTY" <<<"$out" || fail "the mirror is not DIRTY: the case is not shown: $out"
 kill -9 "$SERVER_PID_m0"; wait "$SERVER_PID_m0" 2>/dev/null || true

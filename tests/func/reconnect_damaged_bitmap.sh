@@ -9,15 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 nbd_file_mirror
-qemu-io -f raw "$u" -c 'write -P 0x55 16M 32M' >/dev/null
-keep_writing m0                      # region 0, every 0.2 s: never idle
-qemu-io -f raw "$u" -c 'write -P 0x11 8M 1M' -c flush >/dev/null
-cp --sparse=always "$T/a.img" "$T/a.old"   # the copy, taken busy
-seq_then=$(bm dump "$T/a.old" | sed -n 's/^ *Seq: //p')
-qemu-io -f raw "$u" -c 'write -P 0x33 8M 1M' -c flush >/dev/null
-# the settle pass clears 8M's bit (untouched since); region 0 stays set
-for _ in $(seq 1 200); do [ "$(bitmap_dirty m0)" = 1 ] && break; sleep 0.1; done
-[ "$(bitmap_dirty m0)" = 1 ] || fail "the settle pass did not clear 8M's bit: $(bm list m0)"
+busy_older_copy    # a.old: 0x11 at 8M, which now holds 0x33
 disk_kill a
 wait_status m0 "a.disk.sock (DISCONNECTED" 30
 touch "$T/stop"; wait "$writer" || fail "the writer failed"

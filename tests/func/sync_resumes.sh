@@ -7,12 +7,7 @@ head -c $((159 * MIB)) /dev/urandom | dd of="$T/a" conv=notrunc status=none
 disk slow 160M --filter=rate rate=400M burstiness=0.1   # ~50 MB/s: the copy takes a few seconds
 bm label m0 "$T/a" "$(disk_uri slow)"
 serve m0
-for _ in $(seq 1 100); do
-  pct=$({ bm status m0 || true; } | sed -n 's/.*SYNCHRONIZING, \([0-9]*\)%.*/\1/p')
-  [ -n "$pct" ] && [ "$pct" -ge 45 ] && break
-  sleep 0.1
-done
-[ -n "$pct" ] && [ "$pct" -ge 45 ] || fail "sync did not reach 45% (status: $(bm status m0))"
+wait_sync_pct m0 45
 stop m0
 off=$(bm dump "$(disk_uri slow)" | awk '/SyncOffset/ {print $2}')
 bm dump "$(disk_uri slow)" | has "Flags: SYNCHRONIZING" || fail "target not flagged after the stop"
