@@ -41,8 +41,9 @@ grep -q "Flags: DIRTY" <<<"$out" || fail "the mirror is not DIRTY: the case is n
 kill -9 "$SERVER_PID_m0"; wait "$SERVER_PID_m0" 2>/dev/null || true
 touch "$T/stop"; wait "$writer" || true     # (its last write may fail)
 serve m0
-grep "SyncStarted" "$T/m0.log" | tail -1 | grep -q "copying from offset 0 of" ||
-  fail "a copy in full after a crash did not start again from 0: $(grep SyncStarted "$T/m0.log" | tail -1)"
+last=$(grep "SyncStarted" "$T/m0.log" | tail -1)
+grep -q "copying from offset 0 of" <<<"$last" ||
+  fail "a copy in full after a crash did not start again from 0: $last"
 wait_complete m0
 stop m0
 cmp -n $((159 * MIB)) "$T/a" "$B" || fail "b differs from a after the copy that followed the crash"
