@@ -1,7 +1,9 @@
 /* The file backend's failure behaviour, in both engines (io_uring and the
  * thread pool): check() sees a deleted file, abort() makes later submits
  * fail with ECONNABORTED and close() return, TRIM on a file reads back
- * zeros, and a full file system reports ENOSPC (not EIO). */
+ * zeros, a full file system reports ENOSPC (not EIO), and a file cut
+ * short is never grown back by a write, a zeroing or a trim (ENODEV, the
+ * file keeps its new size). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,6 +62,36 @@ static void check_deleted_abort_trim(void)
 	be->ops->close(be);
 }
 
+static void check_cut_short(void)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	struct bm_backend *be = open_file("c", 1 << 20);
+	struct stat st;
+
+	if (!be)
+		return;
+	memset(buf, 0x44, sizeof(buf));
+	CHECK(bm_backend_io_wait(be, BM_BOP_WRITE, buf, sizeof(buf), 0, 0) == 0);
+	CHECK(truncate(be->path, 64 << 10) == 0);
+	usleep(2000); /* past the 1 ms in which a whole file is not looked at */
+	CHECK_EQ(bm_backend_io_wait(be, BM_BOP_WRITE, buf, sizeof(buf),
+	                            (1 << 20) - 4096, 0), -ENODEV);
+	CHECK_EQ(bm_backend_io_wait(be, BM_BOP_WRITE, buf, sizeof(buf), 0, 0),
+	         -ENODEV); /* (below the new end too: the file is not whole) */
+	CHECK_EQ(bm_backend_io_wait(be, BM_BOP_ZERO, NULL, 8192, 512 << 10, 0),
+	         -ENODEV);
+	CHECK_EQ(bm_backend_io_wait(be, BM_BOP_TRIM, NULL, 8192, 512 << 10, 0),
+	         -ENODEV);
+	CHECK_EQ(be->ops->pwrite_sync(be, buf, sizeof(buf), (1 << 20) - 4096),
+	         -ENODEV);
+	CHECK(stat(be->path, &st) == 0 && st.st_size == 64 << 10);
+	CHECK(bm_backend_io_wait(be, BM_BOP_READ, buf, sizeof(buf), 0, 0) == 0);
+	CHECK(buf[0] == 0x44); /* reads below the new end still work */
+	CHECK_EQ(be->ops->check(be), -ENODEV);
+	unlink(be->path);
+	be->ops->close(be);
+}
+
 /* A file larger than its (tmpfs) file system: writes past the space fail
  * with ENOSPC. */
 static void check_enospc(const char *mnt)
@@ -103,6 +135,7 @@ int main(void)
 		if (pool)
 			setenv("BLKMIRROR_NO_IO_URING", "1", 1);
 		check_deleted_abort_trim();
+		check_cut_short();
 		if (mounted)
 			check_enospc(mnt);
 	}
