@@ -262,8 +262,19 @@ static bool local_fs(int fd)
 	return true;
 }
 
-/* A regular file shorter than the component (truncate) must not be
- * written: the write would grow it back with a hole (see the top). */
+/* A regular file shorter than the component: cut short (truncate).
+ * Reads past its new end would fail, and a write there would grow it
+ * back with a hole that reads as zeros (see the top). */
+static int shrank_error(const struct file_backend *fb, const struct stat *st)
+{
+	if ((uint64_t)st->st_size >= fb->base.size)
+		return 0;
+	return bm_error(ENODEV, "%s: the file shrank to %llu bytes (it had "
+	                "%llu)", fb->base.path, (unsigned long long)st->st_size,
+	                (unsigned long long)fb->base.size);
+}
+
+/* Before a write: refused (ENODEV) when the file was cut short. */
 static int refuse_if_shrank(struct file_backend *fb)
 {
 	struct stat st;
@@ -278,15 +289,11 @@ static int refuse_if_shrank(struct file_backend *fb)
 		return 0;
 	if (fstat(fb->fd_buffered, &st) < 0)
 		return 0; /* (check() says why) */
-	if ((uint64_t)st.st_size >= fb->base.size) {
+	int err = shrank_error(fb, &st);
+	if (err == 0)
 		atomic_store_explicit(&fb->whole_until_ns, now + 1000000,
 		                      memory_order_relaxed);
-		return 0;
-	}
-	return bm_error(ENODEV, "%s: the file shrank to %llu bytes (it had "
-	                "%llu): not written", fb->base.path,
-	                (unsigned long long)st.st_size,
-	                (unsigned long long)fb->base.size);
+	return err;
 }
 
 /* ---- io_uring mode ---- */
@@ -628,15 +635,7 @@ static int file_check(struct bm_backend *be)
 	if (!fb->is_blockdev) {
 		if (st.st_nlink == 0)
 			return bm_error(ENODEV, "%s: the file was deleted", be->path);
-		/* cut short (truncate): reads past its new end would fail,
-		 * and a repair written there would grow it with a hole that
-		 * reads as zeros */
-		if ((uint64_t)st.st_size < be->size)
-			return bm_error(ENODEV, "%s: the file shrank to %llu bytes "
-			                "(it had %llu)", be->path,
-			                (unsigned long long)st.st_size,
-			                (unsigned long long)be->size);
-		return 0;
+		return shrank_error(fb, &st);
 	}
 	char p[96];
 	unsigned long long sectors = 0;
