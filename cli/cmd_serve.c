@@ -64,8 +64,9 @@ struct serve_state {
  * sent with STOPPING=1 and every stop phase; it only ever extends the
  * unit's TimeoutStopSec, never shortens it).  Each wait of a stop is
  * bounded by io-timeout (+ 5 s), the patient label and flush waits by 4 x
- * io-timeout; 8 x io-timeout + 30 s covers any one phase with room to
- * spare.  So a unit whose TimeoutStopSec was not raised along with
+ * io-timeout (8 x for a mark's labels while a copy runs: the full
+ * components' first, then the copies', meta.c); 8 x io-timeout + 30 s
+ * covers any one phase.  So a unit whose TimeoutStopSec was not raised along with
  * --io-timeout (or with configure --io-timeout, live) is not killed while
  * it still drains or flushes, which would leave the mirror dirty; a stop
  * stuck in one phase for longer is killed. */

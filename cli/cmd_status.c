@@ -138,7 +138,7 @@ struct mirror_view {
 	long pid;
 	int n;
 	struct comp_view comp[BM_MAX_COMPONENTS];
-	char note[512];
+	char note[1200];
 };
 
 /* Parses one component row of the server's status text (lib/status.c):
@@ -396,11 +396,18 @@ static int status_one(const char *name, bool json, bool *first_json,
 			goto out;
 		}
 		offline_view(paths, n, v, details);
+		char why[sizeof(v->note) - 40];
+		if (bm_assembly_preview(name, (const char *const *)paths, n,
+		                        why, sizeof(why)) == 1)
+			snprintf(v->note, sizeof(v->note), "serve refuses to "
+			         "start it: %s", why);
 		if (!json) {
 			print_header(width, header_done);
 			for (int i = 0; i < v->n; i++)
 				printf("%-*s  %-8s  %s (%s)\n", w, i ? "" : name,
 				       i ? "" : "STOPPED", v->comp[i].path, details[i]);
+			if (v->note[0])
+				printf("%-*s  Note: %s\n", w, "", v->note);
 		}
 		rc = 3;
 	}

@@ -93,6 +93,14 @@ int bm_label_clear(const char *path);
 int bm_label_clear_loses_data(const char *path, const char *const *others,
                               size_t n);
 
+/* Whether a serve of the stopped mirror `name` over paths would be refused
+ * by what its labels say (split brain, a source behind a component being
+ * copied, no component holding the data in full): 1 with the refusal's
+ * text in buf, 0 when the labels allow a start (or cannot tell: none of
+ * the mirror's is readable).  Reads only. */
+int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
+                        char *buf, size_t len);
+
 /* Writes a human-readable dump of the component's label to buf. */
 int bm_label_dump(const char *path, char *buf, size_t len);
 

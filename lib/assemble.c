@@ -371,6 +371,25 @@ static int clear_leaves_older(const char *name, struct bm_asm_input *in,
 		                "without each other; clearing one makes the "
 		                "other's data the mirror's", in[all.split[0]].path,
 		                in[all.split[1]].path, name);
+	if (r == BM_ASM_SOURCE_BEHIND) {
+		/* the start is refused: clearing the evidence (the component
+		 * ahead) must not let it take the older source silently */
+		if (bm_label_full(&in[0].label))
+			return 0;
+		in[0].present = false;
+		r = bm_assembly_decide(name, in, n, -1, &rest);
+		in[0].present = true;
+		if (r == BM_ASM_OK)
+			return bm_error_1(EEXIST, "%s shows that %s is an older "
+			                "copy of mirror '%s' (%" PRIu64 " events to "
+			                "its %" PRIu64 "): cleared, the next start "
+			                "takes %s's older data", in[0].path,
+			                in[rest.source].path, name,
+			                in[0].label.events,
+			                in[rest.source].label.events,
+			                in[rest.source].path);
+		return 0;
+	}
 	if (r != BM_ASM_OK || all.source != 0)
 		return 0; /* the newest data is not (only) here */
 	/* another copy in sync with it keeps the data: ACTIVE, or (the
@@ -396,6 +415,13 @@ static int clear_leaves_older(const char *name, struct bm_asm_input *in,
 	in[0].present = false;
 	r = bm_assembly_decide(name, in, n, -1, &rest);
 	in[0].present = true;
+	if (r == BM_ASM_SOURCE_BEHIND)
+		return bm_error_1(EEXIST, "%s is the only up-to-date copy of "
+		                "mirror '%s': cleared, the next start is refused "
+		                "(%s, the newest left, is behind %s) and only "
+		                "--force-source could start it, with the older "
+		                "data", in[0].path, name, in[rest.source].path,
+		                in[rest.ahead].path);
 	if (r != BM_ASM_OK)
 		return 0; /* none left labelled (the mirror is dissolved), or the
 		           * next start refuses: nothing older is taken silently */
@@ -462,6 +488,41 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 		k++;
 	}
 	r = clear_leaves_older(in[0].label.name, in, k, unreadable);
+	free(in);
+	return r;
+}
+
+int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
+                        char *buf, size_t len)
+{
+	struct bm_asm_input *in = calloc(BM_MAX_COMPONENTS, sizeof(*in));
+	struct bm_asm_out *out = malloc(sizeof(*out));
+	int k = 0, r = 0;
+
+	if (!in || !out)
+		goto done;
+	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++, k++) {
+		struct bm_backend *be;
+		in[k].path = paths[i];
+		in[k].same_disk_as = -1;
+		if (bm_backend_open(paths[i], false, &be) < 0)
+			continue;
+		if (bm_label_read_be(be, &in[k].label) == 0) {
+			in[k].present = true;
+			in[k].data_area = bm_data_area(be->size);
+			in[k].clear_seq = bm_bitmap_clear_seq_of(be, &in[k].label);
+		}
+		be->ops->close(be);
+	}
+	bm_assembly_decide(name, in, k, -1, out);
+	if (out->result == BM_ASM_SPLIT_BRAIN ||
+	    out->result == BM_ASM_SOURCE_BEHIND ||
+	    out->result == BM_ASM_NO_SOURCE) {
+		snprintf(buf, len, "%s", out->error);
+		r = 1;
+	}
+done:
+	free(out);
 	free(in);
 	return r;
 }
@@ -625,6 +686,7 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	/* (the start's labels count one more, bm_mirror_open: a copy put
 	 * back later with none, 0, an older version's label, is older) */
 	m->events = out.events;
+	m->events_landed = source->label.events; /* (its full label's) */
 	m->missed = out.missed;
 	m->mirror_flags = source->label.mirror_flags;
 	atomic_store(&m->balance, (int)source->label.balance);

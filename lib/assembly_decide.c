@@ -52,7 +52,16 @@
  *
  *  4. The source is, among the components holding the data in full that no
  *     other one supersedes, the highest (genid, syncid, events, clear_seq),
- *     then the highest priority, then the first listed.  Every other component with
+ *     then the highest priority, then the first listed.  Unless a component
+ *     not in full (being copied, deactivated) counts more events than it:
+ *     such a label (of version 4, label.h) never counts past the full labels on disk (meta.c
+ *     label_prepare: the full ones are written first, and a copy's label
+ *     carries no more events than one of them holds), so the source is an
+ *     older copy put back (a snapshot of the source taken before a rebuild
+ *     was stopped) or the newest full component is missing: assembly is
+ *     refused (before, the older source was taken and the writes made
+ *     after it were lost on every copy).  Only for such a label of the
+ *     source's generation or a newer one.  Every other component with
  *     the source's (genid, syncid) and events that no label says missed
  *     writes is ACTIVE if the source's generation was stopped cleanly, or
  *     resumes its copy at its checkpoint if it was being copied (a copy
@@ -73,8 +82,6 @@
 #include <string.h>
 
 #include "assembly_decide.h"
-
-#define NOT_FULL (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC | BM_CF_INACTIVE)
 
 bool bm_label_says_missed(const struct bm_label *a, uint64_t id)
 {
@@ -151,10 +158,6 @@ static void leave_out(struct bm_asm_out *out, bool *usable, int i,
 	snprintf(out->comp[i].why, sizeof(out->comp[i].why), fmt, arg);
 }
 
-static bool holds_full_data(const struct bm_label *l)
-{
-	return !(l->component_flags & NOT_FULL);
-}
 
 int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
                        int n, int force, struct bm_asm_out *out)
@@ -164,7 +167,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 	int ref = -1, src = -1;
 
 	memset(out, 0, sizeof(*out));
-	out->source = out->split[0] = out->split[1] = -1;
+	out->source = out->split[0] = out->split[1] = out->ahead = -1;
 	if (n < 0 || n > BM_MAX_COMPONENTS) {
 		snprintf(out->error, sizeof(out->error), "mirror '%s': %d "
 		         "components (at most %d)", name, n, BM_MAX_COMPONENTS);
@@ -226,7 +229,7 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 
 	/* 3. Who supersedes whom; split brain. */
 	for (int i = 0; i < n; i++)
-		cand[i] = usable[i] && holds_full_data(&in[i].label);
+		cand[i] = usable[i] && bm_label_full(&in[i].label);
 	for (int x = 0; x < n; x++) {
 		for (int y = 0; cand[x] && y < n; y++) {
 			if (!cand[y] || x == y)
@@ -311,6 +314,35 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 		return out->result = BM_ASM_NO_SOURCE;
 	}
 
+	/* 4. A label that is not full with more events than the source: the
+	 * source is behind a copy taken from the mirror (meta.c: such a label
+	 * never counts past the full ones on disk).  Not one of an older
+	 * generation: the source's label was written after it (a forced
+	 * start while it could not be read counted from fewer events). */
+	for (int i = 0; i < n && !out->forced; i++)
+		if (usable[i] && !cand[i] && bm_label_events_capped(&in[i].label) &&
+		    in[i].label.genid >= in[src].label.genid &&
+		    in[i].label.events > in[src].label.events &&
+		    (out->ahead < 0 ||
+		     in[i].label.events > in[out->ahead].label.events))
+			out->ahead = i;
+	if (out->ahead >= 0) {
+		const struct bm_label *l = &in[out->ahead].label;
+		out->source = src;
+		snprintf(out->error, sizeof(out->error), "mirror '%s': %s, the "
+		         "newest component holding the data in full, is behind "
+		         "%s (%s; %" PRIu64 " events to its %" PRIu64 "): an "
+		         "older copy put back (a snapshot), or the newest "
+		         "component is missing; nothing was changed.  Bring back "
+		         "the newest one, or keep this one's data and lose the "
+		         "writes made after it: 'blkmirror serve --force-source "
+		         "%s %s'", name, in[src].path, in[out->ahead].path,
+		         (l->component_flags & BM_CF_INACTIVE) ? "deactivated"
+		                                             : "being copied",
+		         l->events, in[src].label.events, in[src].path, name);
+		return out->result = BM_ASM_SOURCE_BEHIND;
+	}
+
 	/* 4./5. The generation, and every component's role. */
 	const struct bm_label *s = &in[src].label;
 	out->source = src;
@@ -393,13 +425,14 @@ int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
 			 * setter of FORCE_SYNC restarts the offset at 0, so
 			 * the data below it is this copy's.  Only at the
 			 * source's events: a checkpoint with more (the source
-			 * is an older copy put back) was copied from newer
-			 * data than the source holds, and is copied again
-			 * from 0 so that the copies agree (review of
-			 * 2026-12-04) */
+			 * is an older copy put back: refused above, unless
+			 * forced or written by an older blkmirror) was copied
+			 * from newer data than the source holds, and is
+			 * copied again from 0 so that the copies agree
+			 * (review of 2026-12-04) */
 			c->role = BM_ROLE_SYNCHRONIZING;
 			c->sync_offset = l->sync_offset;
-		} else if (current && !out->was_dirty && holds_full_data(l)) {
+		} else if (current && !out->was_dirty && bm_label_full(l)) {
 			c->role = BM_ROLE_ACTIVE;
 		} else {
 			c->role = BM_ROLE_SYNCHRONIZING;

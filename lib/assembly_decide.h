@@ -27,6 +27,8 @@ enum bm_asm_result {
 	BM_ASM_NO_SOURCE,    /* none present holds the newest data in full */
 	BM_ASM_SPLIT_BRAIN,  /* two components took writes without each other */
 	BM_ASM_BAD_FORCE,    /* the forced source cannot be one */
+	BM_ASM_SOURCE_BEHIND, /* a label not in full counts more events than
+	                         the newest full one: that one is older */
 };
 
 struct bm_asm_input {
@@ -60,6 +62,8 @@ struct bm_asm_out {
 	int result;           /* enum bm_asm_result */
 	int source;           /* index, when BM_ASM_OK */
 	int split[2];         /* BM_ASM_SPLIT_BRAIN: the two that diverged */
+	int ahead;            /* BM_ASM_SOURCE_BEHIND: the label ahead (the
+	                         source would have been out->source) */
 	bool was_dirty;       /* the source's generation was not stopped
 	                         cleanly: the others are copied from it */
 	bool forced;          /* the source was chosen by force_source */

@@ -6,7 +6,7 @@
 #include "blkmirror.h"
 #include "error.h"
 
-static __thread char last_error[512];
+static __thread char last_error[1024];
 
 int bm_error(int err, const char *fmt, ...)
 {

@@ -48,7 +48,8 @@ enum {
 	OFF_END_OF_V2 = OFF_MEMBER_ID + 8 * BM_MAX_COMPONENTS,
 	/* version 3 */
 	OFF_EVENTS = OFF_END_OF_V2,
-	OFF_END_OF_V3 = OFF_EVENTS + 8, /* zeros to the crc */
+	OFF_END_OF_V3 = OFF_EVENTS + 8, /* zeros to the crc (version 4: the
+	                                   same fields, label.h) */
 	OFF_CRC = BM_LABEL_USED - 4,
 };
 _Static_assert(OFF_END_OF_FIELDS <= OFF_LAST_WRITE, "label fields overlap");
@@ -92,7 +93,10 @@ void bm_label_encode(const struct bm_label *l, uint8_t out[BM_LABEL_SIZE])
 {
 	memset(out, 0, BM_LABEL_SIZE);
 	memcpy(out + OFF_MAGIC, BM_LABEL_MAGIC, 16);
-	bm_put32(out, OFF_VERSION, BM_LABEL_VERSION);
+	/* 4 only from a writer that capped the events (label.h): an older
+	 * label rewritten as it was read (an offline priority change) stays
+	 * 3, the layout of both */
+	bm_put32(out, OFF_VERSION, l->version >= 4 ? BM_LABEL_VERSION : 3);
 	bm_put32(out, OFF_USED, BM_LABEL_USED);
 	memcpy(out + OFF_NAME, l->name, strnlen(l->name, BM_NAME_MAX));
 	bm_put64(out, OFF_MIRROR_ID, l->mirror_id);

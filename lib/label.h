@@ -38,6 +38,14 @@
  *      itself (a snapshot, a lagging replica put back while the mirror was
  *      stopped): never the source, and copied in full.  A version 2 label
  *      reads events 0 ("unknown": not compared).
+ *   4  (2026-12-04) the same fields; the writer never lets a label not in
+ *      full (being copied, deactivated) count more events than a full
+ *      label on disk (meta.c label_prepare), so assembly may take one that
+ *      does as proof that the source is older (assembly_decide.c rule 4);
+ *      a version 3 writer could leave a copy's label one ahead after a
+ *      crash, and is not taken at its word.  bm_label_encode writes 4 only
+ *      for a label whose version says 4 (the server's label_prepare and a
+ *      new label set it); one read as 1..3 and rewritten offline stays 3.
  */
 #ifndef BM_LABEL_H
 #define BM_LABEL_H
@@ -54,7 +62,7 @@
 #define BM_MIN_COMPONENT_SIZE (2u * BM_META_SIZE)
 #define BM_IDPROBE_FROM_END BM_META_SIZE /* label borrows the 4 KiB at S - 1 MiB (first of the reserved area) for its same-disk check, then restores it */
 #define BM_LABEL_MAGIC "BLKMIRROR-LABEL" /* 15 chars + NUL = 16 bytes */
-#define BM_LABEL_VERSION 3u
+#define BM_LABEL_VERSION 4u
 
 /* Mirror flags (gmirror's). */
 #define BM_MF_NOAUTOSYNC 0x1u   /* do not start a sync by itself */
@@ -67,6 +75,8 @@
 #define BM_CF_FORCE_SYNC 0x4u     /* copy from offset 0 at next start */
 #define BM_CF_INACTIVE 0x8u       /* administratively out of service */
 #define BM_CF_ALL 0xfu
+/* a label that does not say its component holds the data in full */
+#define BM_CF_NOT_FULL (BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC | BM_CF_INACTIVE)
 
 struct bm_label {
 	uint32_t version;
@@ -126,5 +136,18 @@ void bm_label_time_str(uint64_t t, char *buf, size_t len);
 /* Flag words as text, e.g. "DIRTY, SYNCHRONIZING" or "NONE". */
 void bm_component_flags_str(uint32_t f, char *buf, size_t len);
 void bm_mirror_flags_str(uint32_t f, char *buf, size_t len);
+
+/* Was l written by a blkmirror that never lets a label not in full count
+ * past the full labels on disk (version 4)? */
+static inline bool bm_label_events_capped(const struct bm_label *l)
+{
+	return l->version >= 4;
+}
+
+/* Does l say its component holds the mirror's data in full? */
+static inline bool bm_label_full(const struct bm_label *l)
+{
+	return !(l->component_flags & BM_CF_NOT_FULL);
+}
 
 #endif

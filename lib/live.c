@@ -560,7 +560,9 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 		               "while the other was away; nothing was written "
 		               "to it (to keep it: stop, serve --force-source)",
 		               other >= 0 ? m->comp[other].path : "another");
-	} else if (out->result != BM_ASM_OK)
+	} else if (out->result != BM_ASM_OK &&
+	           !(out->result == BM_ASM_SOURCE_BEHIND && out->source == idx &&
+	             !same_history(m, idx, lab)))
 		err = bm_error(EEXIST, "it came back, but %s", out->error);
 	else if (out->source == idx && !same_history(m, idx, lab))
 		err = bm_error(EEXIST, "it came back holding writes the running "

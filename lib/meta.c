@@ -4,8 +4,10 @@
  * meta_lock, and every label or flush has a deadline (io_timeout_ms), so a
  * component that stops answering holds the lock at most that long; one
  * that answers in order behind a slow queue, at most 4 x io-timeout for a
- * series of waits (bm_comp_patience_locked).  Writes to several
- * components go to all at once (bm_backend_io_wait_all).
+ * series of waits (bm_comp_patience_locked); 8 x while a copy runs, when
+ * a mark writes the full labels first and then the copies' (two waits in
+ * a row: bm_meta_write_all_labels).  Writes to several components go to
+ * all at once (bm_backend_io_wait_all).
  *
  * Order of durability (what makes "never lose an acknowledged write" hold):
  *  - DIRTY is on disk on every writable component before the first write
@@ -132,6 +134,15 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 	record_members(m, c);
 	c->label.seq++;
 	c->label.events = m->events;
+	/* A label that is not full never counts past the full ones on disk:
+	 * at the next start a component being copied (or deactivated) with
+	 * more events than the source tells that the source is an older
+	 * copy put back (assembly_decide.c rule 4), and that must not happen
+	 * because a full label's write failed or had not landed yet (a mark
+	 * writes the full labels first: bm_meta_write_all_labels). */
+	if (!bm_label_full(&c->label) && c->label.events > m->events_landed)
+		c->label.events = m->events_landed;
+	c->label.version = BM_LABEL_VERSION; /* (what encode writes) */
 	c->label.sync_offset =
 		label_state(c) == BM_CS_SYNCHRONIZING
 			? atomic_load(&c->sync_durable) : 0;
@@ -149,6 +160,9 @@ static int label_result(struct bm_mirror *m, struct bm_component *c, int err)
 	c->label_err = err;
 	if (err == 0)
 		c->label_seq_landed = c->label.seq;
+	if (err == 0 && bm_label_full(&c->label) &&
+	    c->label.events > m->events_landed)
+		m->events_landed = c->label.events;
 	if (err < 0)
 		fprintf(stderr, "blkmirror: %s: cannot write the label of %s: %s\n",
 		        m->name, c->path, strerror(-err));
@@ -335,10 +349,15 @@ void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
 	                                                : BM_CS_FAILED, why);
 }
 
-/* Caller holds meta_lock.  Writes every writable component's label. */
+/* Caller holds meta_lock.  Writes every writable component's label: the
+ * full ones (ACTIVE) at once, then those being copied at once, so that a
+ * crash or a failed write never leaves a label being copied with a count
+ * of events that no full label has (label_prepare; assembly_decide.c
+ * rule 4 refuses a source behind one).  Two label writes in a row only
+ * while a copy runs. */
 int bm_meta_write_all_labels(struct bm_mirror *m)
 {
-	int first_err = 0, n = 0;
+	int first_err = 0, n = 0, nfull = 0;
 	struct bm_component *comps[BM_MAX_COMPONENTS];
 
 	BM_ASSERT_HELD(&m->meta_lock);
@@ -366,10 +385,24 @@ int bm_meta_write_all_labels(struct bm_mirror *m)
 		}
 		if (m->no_metadata)
 			continue;
-		label_prepare(m, c);
 		comps[n++] = c;
 	}
-	int err = write_labels_at_once(m, comps, n);
+	/* the full ones first (stable: the order of the others kept) */
+	for (int i = 0; i < n; i++)
+		if (bm_label_full(&comps[i]->label)) {
+			struct bm_component *f = comps[i];
+			memmove(&comps[nfull + 1], &comps[nfull],
+			        (size_t)(i - nfull) * sizeof(comps[0]));
+			comps[nfull++] = f;
+		}
+	for (int i = 0; i < nfull; i++)
+		label_prepare(m, comps[i]);
+	int err = write_labels_at_once(m, comps, nfull);
+	if (err < 0 && !first_err)
+		first_err = err;
+	for (int i = nfull; i < n; i++)
+		label_prepare(m, comps[i]); /* (after: events_landed) */
+	err = write_labels_at_once(m, comps + nfull, n - nfull);
 	if (err < 0 && !first_err)
 		first_err = err;
 	if (first_err == 0 && atomic_load(&m->meta_broken) &&

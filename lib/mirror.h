@@ -317,7 +317,8 @@ void bm_comp_patience(struct bm_mirror *m, struct bm_component *c,
  * those to one component share one budget (c->meta_slow), so
  * that a series of them behind a slow component (the idle clean: flushes,
  * labels, bitmap) holds meta_lock and the event thread for 4 x io-timeout
- * at most, not 4 x io-timeout each. */
+ * at most, not 4 x io-timeout each (8 x while a copy runs: a mark waits
+ * for the full components' labels, then for the copies'). */
 void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
                              struct bm_patience *p);
 
@@ -374,6 +375,11 @@ struct bm_mirror {
 	uint64_t mirror_id, genid, syncid; /* meta_lock */
 	uint64_t events;                /* meta_lock: DIRTY and clean marks
 	                                   (label.h version 3), in every label */
+	uint64_t events_landed;         /* meta_lock: the highest events on a
+	                                   label written full (not being copied,
+	                                   not INACTIVE): the most a label that
+	                                   is not full may carry (meta.c
+	                                   label_prepare) */
 	uint32_t mirror_flags;          /* meta_lock */
 	uint32_t missed;                /* meta_lock: slots that missed writes
 	                                   the ACTIVE ones hold (label.h's

@@ -1,6 +1,6 @@
 # Labels written by a blkmirror of label version 1 (no last-write time, no
 # member records) still assemble by the genid/syncid rule: a stale one is
-# copied over, never the source; the labels are rewritten as version 3.
+# copied over, never the source; the labels are rewritten as the current version (4).
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 16 a b
@@ -44,5 +44,5 @@ wait_complete m0
 stop m0
 same_data "$T/a" "$T/b"
 for c in a b; do
-  bm dump "$T/$c" | has "Version: 3" || fail "$c not rewritten as version 3: $(bm dump "$T/$c")"
+  bm dump "$T/$c" | has "Version: 4" || fail "$c not rewritten as version 4: $(bm dump "$T/$c")"
 done

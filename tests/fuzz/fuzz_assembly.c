@@ -5,8 +5,9 @@
  * over a higher one of the same mirror unless a label records that the
  * higher one missed writes, must never take as the source a component that
  * another one records as having missed its writes, must never accept two
- * components that each missed the other's writes (split brain), and must
- * never use one component twice. */
+ * components that each missed the other's writes (split brain), must
+ * never take a source whose count of events a label not in full (being
+ * copied, deactivated) passes, and must never use one component twice. */
 #include <stdint.h>
 #include <string.h>
 
@@ -62,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in[i].present = !(f & 1);
 		in[i].same_disk_as = (f & 2) ? (int)(h % 8) - 1 : -1;
 		in[i].data_area = (f & 4) ? 10 * MIB : 63 * MIB;
-		l->version = (f & 8) ? 1 : BM_LABEL_VERSION;
+		l->version = (f & 8) ? 1 : (f & 0x30) == 0x10 ? 3 : BM_LABEL_VERSION;
 		strcpy(l->name, (f & 0x30) == 0x30 ? "m1" : "m0");
 		l->mirror_id = (f & 0xc0) == 0xc0 ? 2 : 1;
 		l->component_id = 1 + g % 5;
@@ -93,6 +94,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bm_assembly_decide("m0", in, n, force, &again);
 	if (r != out.result || memcmp(&out, &again, sizeof(out)) != 0)
 		__builtin_trap(); /* not deterministic */
+	if (r == BM_ASM_SOURCE_BEHIND &&
+	    (out.ahead < 0 || out.ahead >= n || full(&in[out.ahead].label) ||
+	     !in[out.ahead].present || !bm_label_events_capped(&in[out.ahead].label) ||
+	     strcmp(in[out.ahead].label.name, "m0") != 0 ||
+	     in[out.ahead].label.mirror_id != out.mirror_id ||
+	     force >= 0 || out.source < 0 ||
+	     in[out.ahead].label.genid < in[out.source].label.genid ||
+	     in[out.ahead].label.events <= in[out.source].label.events))
+		__builtin_trap(); /* refused for nothing */
 	if (r != BM_ASM_OK)
 		return 0;
 
@@ -121,6 +131,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap(); /* ACTIVE on another generation */
 		if (l->events > out.events)
 			__builtin_trap(); /* the count would go back */
+		if (!full(l) && bm_label_events_capped(l) &&
+		    l->genid >= s->genid && l->events > s->events)
+			__builtin_trap(); /* a source behind a copy's label */
 		bool dirty = (l->component_flags & BM_CF_DIRTY) &&
 		             (s->component_flags & BM_CF_DIRTY);
 		if (out.comp[i].role == BM_ROLE_ACTIVE &&

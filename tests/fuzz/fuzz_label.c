@@ -1,7 +1,7 @@
 /* libFuzzer target: the label decoder on raw bytes, and on bytes given a
  * valid magic and checksum so that every field check is reached.  A label
  * that decodes must encode back to one that decodes the same (a version 1
- * label comes back as the current version, every field the same). */
+ * label comes back as version 3, every field the same). */
 #include <stdint.h>
 #include <string.h>
 
@@ -16,8 +16,9 @@ static void roundtrip(const struct bm_label *l)
 	bm_label_encode(l, buf);
 	if (bm_label_decode(buf, sizeof(buf), &again) != 0)
 		__builtin_trap();
-	/* an older version's label is written as the current version */
-	if (again.version != BM_LABEL_VERSION)
+	/* an older version's label is written as version 3 (the same fields
+	 * as 4, which only a writer that caps a copy's events sets) */
+	if (again.version != (l->version >= 4 ? BM_LABEL_VERSION : 3))
 		__builtin_trap();
 	again.version = l->version;
 	if (memcmp(l, &again, sizeof(again)) != 0)

@@ -1,7 +1,8 @@
 /* The assembly decision (lib/assembly_decide.c), case by case: clean,
  * dirty, stale, a copy resumed at its offset, one missing, split brain and
  * its forced resolution, duplicates, foreign labels, the newest generation
- * found last, version 1 labels, an older copy by its events. */
+ * found last, version 1 labels, an older copy by its events, a source
+ * behind a copy. */
 #include <string.h>
 
 #include "assembly_decide.h"
@@ -359,6 +360,68 @@ int main(void)
 	CHECK_EQ(out.comp[0].role, BM_ROLE_SYNCHRONIZING);
 	CHECK(!out.comp[0].older);
 	CHECK_EQ(out.events, 9);
+
+	/* The source behind a label that is not full (rule 4): b was being
+	 * copied and counts more events than a, the only full one: a is an
+	 * older copy put back (or the newest full one is missing).  Refused,
+	 * naming both and the way to force; nothing else decided. */
+	setup(2);
+	in[0].label.events = 4;
+	in[1].label.events = 7;
+	in[1].label.component_flags = BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC;
+	in[1].label.sync_offset = 8 * MIB;
+	CHECK_EQ(decide(-1), BM_ASM_SOURCE_BEHIND);
+	CHECK_EQ(out.ahead, 1);
+	CHECK(strstr(out.error, "/d/a, the newest component holding the data "
+	             "in full, is behind /d/b (being copied; 7 events to its "
+	             "4)"));
+	CHECK(strstr(out.error, "'blkmirror serve --force-source /d/a m0'"));
+	/* ... not when b's label was written by a blkmirror that did not
+	 * cap a copy's count (before 2026-12-04: a crash inside a mark's
+	 * label writes could leave it one ahead): not resumed either */
+	in[1].label.version = 3;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK_EQ(out.comp[1].sync_offset, 0);
+	in[1].label.version = BM_LABEL_VERSION;
+	/* ... by one event too (the labels of a copy never count past a
+	 * full one on disk, meta.c) */
+	in[0].label.events = 6;
+	CHECK_EQ(decide(-1), BM_ASM_SOURCE_BEHIND);
+	/* ... forced: a is the source, b copied again from 0 */
+	CHECK_EQ(decide(0), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK_EQ(out.comp[1].sync_offset, 0);
+	/* ... not when the copy's label is of an older generation than the
+	 * source's (a start forced while b could not be read counted from
+	 * fewer events, and raised the genid) */
+	in[0].label.genid = 2;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	in[0].label.genid = 1;
+	/* ... a deactivated one ahead: refused too */
+	in[1].label.component_flags = BM_CF_INACTIVE;
+	CHECK_EQ(decide(-1), BM_ASM_SOURCE_BEHIND);
+	CHECK(strstr(out.error, "behind /d/b (deactivated; 7 events to its 6)"));
+	/* ... the same count: resumed at its checkpoint, as before */
+	in[1].label.component_flags = BM_CF_SYNCHRONIZING;
+	in[1].label.events = 6;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 0);
+	CHECK_EQ(out.comp[1].role, BM_ROLE_SYNCHRONIZING);
+	CHECK_EQ(out.comp[1].sync_offset, 8 * MIB);
+	/* ... a newer full one beside the older source: it is the source,
+	 * nothing refused (the copy is at its count) */
+	setup(3);
+	in[0].label.events = 4;
+	in[1].label.events = in[2].label.events = 7;
+	in[2].label.component_flags = BM_CF_SYNCHRONIZING;
+	CHECK_EQ(decide(-1), BM_ASM_OK);
+	CHECK_EQ(out.source, 1);
+	CHECK(out.comp[0].older);
 
 	/* The same input, the same answer. */
 	static struct bm_asm_out first;

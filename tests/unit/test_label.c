@@ -108,9 +108,21 @@ int main(void)
 	expect_reject(b, "checksum mismatch");
 	/* Newer version. */
 	memcpy(b, buf, sizeof(b));
-	b[16] = 4;
+	b[16] = 5;
 	reseal(b);
-	expect_reject(b, "version 4");
+	expect_reject(b, "version 5");
+	/* Version 4 (the current one) says its writer caps a copy's events;
+	 * a version 3 label reads the same fields and does not. */
+	CHECK_EQ(buf[16], 4);
+	memcpy(b, buf, sizeof(b));
+	b[16] = 3;
+	reseal(b);
+	CHECK_EQ(bm_label_decode(b, sizeof(b), &out), 0);
+	CHECK_EQ(out.version, 3);
+	CHECK_EQ(out.events, 11);
+	CHECK(!bm_label_events_capped(&out));
+	CHECK_EQ(bm_label_decode(buf, sizeof(buf), &out), 0);
+	CHECK(bm_label_events_capped(&out));
 	/* Version 3's events at 400. */
 	CHECK_EQ(buf[400], 11);
 	CHECK_EQ(buf[401], 0);
