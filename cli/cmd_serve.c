@@ -66,10 +66,10 @@ struct serve_state {
  * bounded by io-timeout (+ 5 s), the patient label and flush waits by 4 x
  * io-timeout (8 x for a mark's labels while a copy runs: the full
  * components' first, then the copies', meta.c); 8 x io-timeout + 30 s
- * covers any one phase.  So a unit whose TimeoutStopSec was not raised along with
- * --io-timeout (or with configure --io-timeout, live) is not killed while
- * it still drains or flushes, which would leave the mirror dirty; a stop
- * stuck in one phase for longer is killed. */
+ * covers any one phase.  So a unit whose TimeoutStopSec was not raised
+ * along with --io-timeout (or with configure --io-timeout, live) is not
+ * killed while it still drains or flushes, which would leave the mirror
+ * dirty; a stop stuck in one phase for longer is killed. */
 static unsigned long long stop_extend_usec(bm_mirror *m)
 {
 	return (8ull * bm_mirror_io_timeout_ms(m) + 30000ull) * 1000ull;

@@ -54,9 +54,10 @@
  *     other one supersedes, the highest (genid, syncid, events, clear_seq),
  *     then the highest priority, then the first listed.  Unless a component
  *     not in full (being copied, deactivated) counts more events than it:
- *     such a label (of version 4, label.h) never counts past the full labels on disk (meta.c
- *     label_prepare: the full ones are written first, and a copy's label
- *     carries no more events than one of them holds), so the source is an
+ *     such a label (of version 4, label.h) never counts past the full
+ *     labels on disk (meta.c label_prepare: the full ones are written
+ *     first, and a copy's label carries no more events than one of them
+ *     holds), so the source is an
  *     older copy put back (a snapshot of the source taken before a rebuild
  *     was stopped) or the newest full component is missing: assembly is
  *     refused (before, the older source was taken and the writes made
@@ -157,7 +158,6 @@ static void leave_out(struct bm_asm_out *out, bool *usable, int i,
 	out->comp[i].duplicate = duplicate;
 	snprintf(out->comp[i].why, sizeof(out->comp[i].why), fmt, arg);
 }
-
 
 int bm_assembly_decide(const char *name, const struct bm_asm_input *in,
                        int n, int force, struct bm_asm_out *out)

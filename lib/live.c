@@ -554,6 +554,9 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 		}
 	}
 	bm_assembly_decide(m->name, in, m->ncomp, -1, out);
+	/* it would be the source: it holds writes the mirror lacks (also
+	 * when a copy in service counts more events: another history) */
+	bool newer = out->source == idx && !same_history(m, idx, lab);
 	if (out->result == BM_ASM_SPLIT_BRAIN) {
 		int other = out->split[0] == idx ? out->split[1] : out->split[0];
 		err = bm_error(EEXIST, "split brain: it and %s each took writes "
@@ -561,10 +564,9 @@ static int rejoin_allowed(struct bm_mirror *m, int idx, struct bm_backend *be,
 		               "to it (to keep it: stop, serve --force-source)",
 		               other >= 0 ? m->comp[other].path : "another");
 	} else if (out->result != BM_ASM_OK &&
-	           !(out->result == BM_ASM_SOURCE_BEHIND && out->source == idx &&
-	             !same_history(m, idx, lab)))
+	           !(out->result == BM_ASM_SOURCE_BEHIND && newer))
 		err = bm_error(EEXIST, "it came back, but %s", out->error);
-	else if (out->source == idx && !same_history(m, idx, lab))
+	else if (newer)
 		err = bm_error(EEXIST, "it came back holding writes the running "
 		               "mirror lacks (generation %" PRIu64 ", the "
 		               "mirror's %" PRIu64 "): stop the mirror and start "

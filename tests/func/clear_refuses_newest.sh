@@ -67,4 +67,4 @@ qemu-io -f raw "$(uri m3)" -c 'write -P 0x77 0 1M' >/dev/null
 bm deactivate m3 "$T/h" >/dev/null || fail "deactivate h"
 stop m3
 mv "$T/i.away" "$T/i"
-expect_error "$T/g is the only up-to-date copy of mirror 'm3'" bm clear "$T/g"
+expect_error "$T/g is the only up-to-date copy of mirror 'm3': cleared, the next start is refused \($T/i, the newest left, is behind $T/h\)" bm clear "$T/g"
