@@ -461,6 +461,11 @@ int cmd_serve(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* the start's label, header and lease reads wait as long as the
+	 * running mirror's will (a component that never answers is left
+	 * out after that, not waited for) */
+	if (io_timeout_set)
+		bm_backend_set_sync_timeout_ms((long)io_timeout * 1000);
 	err = bm_mirror_open_forced(name, (const char *const *)paths, n,
 	                            force_index, &st.m);
 	state_free(paths, n);

@@ -93,13 +93,22 @@ int bm_label_clear(const char *path);
 int bm_label_clear_loses_data(const char *path, const char *const *others,
                               size_t n);
 
+/* How long a read or write of a component's label, header or lease waits
+ * before the mirror runs (serve's start, status, label, clear, dump) for a
+ * component that connects and never answers (an NBD export): ms > 0, 0
+ * for ever; 30 s unless set.  Process-wide; a mirror opened after it
+ * starts with it as its io-timeout. */
+void bm_backend_set_sync_timeout_ms(long ms);
+
 /* Whether a serve of the stopped mirror `name` over paths would be refused
  * by what its labels say (split brain, a source behind a component being
  * copied, no component holding the data in full): 1 with the refusal's
  * text in buf, 0 when the labels allow a start (or cannot tell: none of
- * the mirror's is readable).  Reads only. */
+ * the mirror's is readable).  Reads only; skip (NULL: none) names the
+ * paths not to open again (found absent already: one that does not answer
+ * is not waited for twice). */
 int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
-                        char *buf, size_t len);
+                        const bool *skip, char *buf, size_t len);
 
 /* Writes a human-readable dump of the component's label to buf. */
 int bm_label_dump(const char *path, char *buf, size_t len);

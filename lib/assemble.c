@@ -65,6 +65,12 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
 		return bm_error(ENOMEM, "out of memory");
 	err = be->ops->pread_sync(be, buf, BM_LABEL_SIZE,
 	                          bm_label_offset(be->size));
+	if (err == -ETIMEDOUT) {
+		free(buf);
+		return bm_error(err, "%s: does not answer: its label was not "
+		                "read within %ld s (its connection is up)",
+		                be->path, (bm_backend_sync_timeout_ms() + 999) / 1000);
+	}
 	if (err < 0) {
 		free(buf);
 		return bm_error(err, "%s: cannot read the label: %s", be->path,
@@ -493,7 +499,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 }
 
 int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
-                        char *buf, size_t len)
+                        const bool *skip, char *buf, size_t len)
 {
 	struct bm_asm_input *in = calloc(BM_MAX_COMPONENTS, sizeof(*in));
 	struct bm_asm_out *out = malloc(sizeof(*out));
@@ -505,7 +511,7 @@ int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
 		struct bm_backend *be;
 		in[k].path = paths[i];
 		in[k].same_disk_as = -1;
-		if (bm_backend_open(paths[i], false, &be) < 0)
+		if ((skip && skip[i]) || bm_backend_open(paths[i], false, &be) < 0)
 			continue;
 		if (bm_label_read_be(be, &in[k].label) == 0) {
 			in[k].present = true;
@@ -856,7 +862,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	}
 	pthread_mutex_init(&m->info_lock, NULL);
 	bm_event_init(m);
-	atomic_init(&m->io_timeout_ms, BM_IO_TIMEOUT_MS_DEFAULT);
+	/* (serve --io-timeout sets it before the start's reads) */
+	atomic_init(&m->io_timeout_ms, (int)bm_backend_sync_timeout_ms());
 	atomic_init(&m->read_error_limit, BM_READ_ERRORS_DEFAULT);
 	bm_rangelock_init(&m->rl);
 	bm_ra_init(m);
@@ -882,8 +889,12 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 		}
 		/* (not there now: tried again while the mirror runs) */
 		c->rejoin = err < 0;
-		if (err == 0)
+		if (err == 0) {
 			err = bm_label_read_be(c->be, &c->label);
+			/* it connects but does not answer: as one that is
+			 * not there */
+			c->rejoin = err == -ETIMEDOUT;
+		}
 		if (err == 0)
 			c->label_seq_landed = c->label.seq; /* (on its disk) */
 		if (err < 0) {

@@ -161,6 +161,18 @@ struct bm_patience {
 };
 #define BM_PATIENCE_RECHECK_MS 250
 
+/*
+ * The deadline of the synchronous calls of a component that can hang (an
+ * NBD export that accepts the connection and never answers): what a label,
+ * header or bitmap read before a mirror runs (assembly, the CLI's offline
+ * views, label, clear) waits at most.  Process-wide: BM_IO_TIMEOUT_MS_DEFAULT
+ * (mirror.h) unless the CLI sets it (serve --io-timeout; status shortens
+ * it; 0: for ever; declared in blkmirror.h too).  A call that ran out leaves a detached request (the backend is then
+ * closed or discarded: it may still answer).
+ */
+void bm_backend_set_sync_timeout_ms(long ms);
+long bm_backend_sync_timeout_ms(void);
+
 /* bm_backend_io_wait_timeout with patience (NULL: none). */
 int bm_backend_io_wait_patient(struct bm_backend *be, enum bm_bop op,
                                void *buf, uint32_t len, uint64_t off,

@@ -16,6 +16,18 @@
 #include "mirror.h" /* bm_now_ns */
 #include "sendbatch.h"
 
+static _Atomic long sync_timeout_ms = BM_IO_TIMEOUT_MS_DEFAULT;
+
+void bm_backend_set_sync_timeout_ms(long ms)
+{
+	atomic_store(&sync_timeout_ms, ms >= 0 ? ms : BM_IO_TIMEOUT_MS_DEFAULT);
+}
+
+long bm_backend_sync_timeout_ms(void)
+{
+	return atomic_load(&sync_timeout_ms);
+}
+
 struct waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -850,23 +850,39 @@ static int nbd_extent(struct bm_backend *be, struct bm_extent_req *r)
 	return enqueue(nb, NULL, r);
 }
 
-/* Synchronous calls through submit() (both transmissions use them). */
+/* Synchronous calls through submit() (both transmissions use them), with
+ * the process's deadline (backend.h): an export that never answers makes
+ * them fail with -ETIMEDOUT, never hang the caller.  Such an export is
+ * given up (aborted: what it still holds ends, later calls fail at once),
+ * so that the close after it does not wait for it either.  Only code
+ * that runs before a component is in service calls these (labels,
+ * headers, the bitmap at the start; status, label, clear). */
+static int sync_call(struct bm_backend *be, enum bm_bop op, void *buf,
+                     size_t len, uint64_t off)
+{
+	int err = bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
+	                                     bm_backend_sync_timeout_ms());
+
+	if (err == -ETIMEDOUT)
+		be->ops->abort(be);
+	return err;
+}
+
 int bm_nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
                       uint64_t off)
 {
-	return bm_backend_io_wait(be, BM_BOP_READ, buf, (uint32_t)len, off, 0);
+	return sync_call(be, BM_BOP_READ, buf, len, off);
 }
 
 int bm_nbd_pwrite_sync(struct bm_backend *be, const void *buf, size_t len,
                        uint64_t off)
 {
-	return bm_backend_io_wait(be, BM_BOP_WRITE, (void *)buf, (uint32_t)len,
-	                          off, 0);
+	return sync_call(be, BM_BOP_WRITE, (void *)buf, len, off);
 }
 
 int bm_nbd_flush_sync(struct bm_backend *be)
 {
-	return bm_backend_io_wait(be, BM_BOP_FLUSH, NULL, 0, 0, 0);
+	return sync_call(be, BM_BOP_FLUSH, NULL, 0, 0);
 }
 
 static void nbd_abort(struct bm_backend *be)
