@@ -199,12 +199,42 @@ void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
 	p->streak = &c->meta_slow;
 }
 
+/* A deactivated component that does not answer requests of its active
+ * days (a client's write, acknowledged from the others once this one
+ * ends; a read, retried elsewhere): out of service, so there is nothing
+ * to record, but what it holds must end, or its client waits for ever
+ * (and with it the stop, the idle clean, a copy's range).  Its backend is
+ * aborted; activate opens it again (rebuild.c reopen_inactive, which
+ * swaps c->be under meta_lock and waits for its users). */
+static void abort_inactive(struct bm_mirror *m, struct bm_component *c,
+                           const char *why)
+{
+	struct bm_backend *be;
+
+	pthread_mutex_lock(&m->meta_lock);
+	be = atomic_load(&c->state) == BM_CS_INACTIVE ? c->be : NULL;
+	if (be)
+		atomic_fetch_add(&c->users, 1);
+	pthread_mutex_unlock(&m->meta_lock);
+	if (!be)
+		return;
+	if (!c->hang_warned) {
+		c->hang_warned = true;
+		fprintf(stderr, "blkmirror: %s: %s (deactivated): %s: what it "
+		        "still holds from before fails now\n", m->name, c->path,
+		        why);
+	}
+	if (be->ops->abort)
+		be->ops->abort(be);
+	bm_comp_put(c);
+}
+
 /* Components given up: one with requests outstanding that finished
  * nothing for the timeout, or whose oldest request was passed over by
  * later ones for the timeout, or waited BM_SLOW_FACTOR times the timeout
  * (a deep queue answered in order is slow, not hung, up to that).  It is
  * disconnected (and retried later), its backend aborted so that what it
- * holds completes with an error. */
+ * holds completes with an error; a deactivated one is only aborted. */
 static void watchdog(struct bm_mirror *m)
 {
 	uint64_t now = bm_now_ns();
@@ -217,7 +247,8 @@ static void watchdog(struct bm_mirror *m)
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);
 		if (atomic_load(&c->inflight) <= 0 || !c->be ||
-		    (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING)) {
+		    (s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING &&
+		     s != BM_CS_INACTIVE)) {
 			c->wd_passed_ns = 0;
 			continue;
 		}
@@ -246,6 +277,10 @@ static void watchdog(struct bm_mirror *m)
 			                              1000000000u),
 			         atomic_load(&m->stopping) ? "unanswered at the stop"
 			                                   : "too slow", secs);
+		if (s == BM_CS_INACTIVE) {
+			abort_inactive(m, c, why);
+			continue;
+		}
 		pthread_mutex_lock(&m->meta_lock);
 		bm_meta_drop_locked(m, c, BM_CS_DISCONNECTED, why);
 		pthread_mutex_unlock(&m->meta_lock);

@@ -145,7 +145,8 @@ out:
  * Requests of an INACTIVE component's active days normally end within
  * milliseconds: waits up to ms for them, polling, as nothing signals the
  * last one.  Returns how many are left (a component that hangs keeps
- * them; the watchdog does not watch an INACTIVE one: activate is refused).
+ * them until the watchdog aborts it after io-timeout: events.c
+ * abort_inactive; activate is refused meanwhile).
  */
 #define DRAIN_WAIT_MS 2000
 static int wait_idle(struct bm_component *c, int ms)
