@@ -428,6 +428,25 @@ static int clear_leaves_older(const char *name, struct bm_asm_input *in,
 		                "--force-source could start it, with the older "
 		                "data", in[0].path, name, in[rest.source].path,
 		                in[rest.ahead].path);
+	if (r == BM_ASM_NO_SOURCE) {
+		/* the others are labelled but none holds the data in full
+		 * (deactivated, being copied): the start is refused for good,
+		 * --force-source takes none of them either.  (One whose copy
+		 * has not begun holds nothing of the mirror: a mirror just
+		 * labelled is dissolved in any order.) */
+		for (int i = 1; i < n; i++)
+			if (in[i].present &&
+			    ((in[i].label.component_flags & BM_CF_INACTIVE) ||
+			     in[i].label.sync_offset > 0))
+				return bm_error_1(EEXIST, "%s is the only copy of "
+				                "mirror '%s' in full (%s is %s): "
+				                "cleared, the mirror cannot start "
+				                "again, not even with --force-source",
+				                in[0].path, name, in[i].path,
+				                (in[i].label.component_flags &
+				                 BM_CF_INACTIVE) ? "deactivated"
+				                                 : "being copied");
+	}
 	if (r != BM_ASM_OK)
 		return 0; /* none left labelled (the mirror is dissolved), or the
 		           * next start refuses: nothing older is taken silently */
