@@ -376,6 +376,13 @@ int live_run_job(const char *name, const char *cmd)
 		         "socket (starting or stopping); try again", name);
 		goto out;
 	}
+	if (err == -EINPROGRESS) {
+		cli_fail("%s: its server took the request but did not answer it "
+		         "within 10 s (busy, or stopped); it may still carry it "
+		         "out: 'blkmirror status %s' shows what it did", name,
+		         name);
+		goto out;
+	}
 	if (err < 0) {
 		cli_fail("%s does not answer on its control socket: %s", name,
 		         strerror(-err));

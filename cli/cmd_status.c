@@ -105,6 +105,17 @@ static int ask(const char *name, pid_t pid, const char *cmd, char *reply)
 			return cli_fail("%s is running (pid %ld) but does not answer "
 			                "on %s (starting or stopping); try again",
 			                name, (long)pid, ctl);
+		if (err == -EINPROGRESS && (strcmp(cmd, "status") == 0 ||
+		                            strcmp(cmd, "list") == 0))
+			return cli_fail("%s: its server (pid %ld) did not answer "
+			                "within 10 s (busy, or stopped)", name,
+			                (long)pid);
+		if (err == -EINPROGRESS)
+			return cli_fail("%s: its server (pid %ld) took the request "
+			                "'%s' but did not answer it within 10 s (busy, "
+			                "or stopped); it may still carry it out: "
+			                "'blkmirror status %s' shows what it did",
+			                name, (long)pid, cmd, name);
 		return cli_fail("%s: control socket %s: %s", name, ctl,
 		                strerror(-err));
 	}

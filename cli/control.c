@@ -207,8 +207,10 @@ static int send_all(int fd, const char *buf, size_t len, int64_t deadline)
 /*
  * Sends cmd to the running mirror and reads the whole reply into out.
  * Returns 0, -ENOENT (not running, or a stale socket), -EACCES (no
- * permission on the socket), -ETIMEDOUT (no complete answer within
- * CTL_CALL_TIMEOUT_MS), or another -errno.
+ * permission on the socket), -ETIMEDOUT (not taken within
+ * CTL_CALL_TIMEOUT_MS: nothing was sent), -EINPROGRESS (sent in full, but
+ * no complete answer within it: the server may still carry it out), or
+ * another -errno.
  */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen)
 {
@@ -244,7 +246,7 @@ int control_call(const char *name, const char *cmd, char *out, size_t outlen)
 		int64_t left = deadline - ms_now();
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		if (left <= 0) {
-			err = -ETIMEDOUT;
+			err = -EINPROGRESS; /* (sent: it may still be done) */
 			break;
 		}
 		int r = poll(&pfd, 1, (int)left);
