@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -196,4 +197,23 @@ int cli_check_path(const char *verb, const char *p)
 	shown[k] = '\0';
 	return cli_usage("%s: component '%s': a path may not be empty or hold "
 	                 "a tab or newline", verb, shown);
+}
+
+/* (cli.h) */
+char *cli_canonical_path(const char *p)
+{
+	char buf[PATH_MAX];
+
+	if (strstr(p, "://") != NULL)
+		return strdup(p);
+	if (realpath(p, buf))
+		return strdup(buf);
+	/* gone (a deleted file): absolute as the server recorded it */
+	if (p[0] != '/' && getcwd(buf, sizeof(buf))) {
+		char *abs = malloc(strlen(buf) + strlen(p) + 2);
+		if (abs)
+			sprintf(abs, "%s/%s", buf, p);
+		return abs;
+	}
+	return strdup(p);
 }

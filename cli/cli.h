@@ -89,6 +89,10 @@ int cli_usage_of(const char *verb);
  * line, fields split by tabs): not empty, no tab, no newline; else the
  * usage error (2), said. */
 int cli_check_path(const char *verb, const char *p);
+/* A local path as the server opens and records it (absolute, resolved;
+ * one that no longer resolves, a deleted file, made absolute as typed);
+ * URIs as typed.  Malloc'd (NULL: out of memory). */
+char *cli_canonical_path(const char *p);
 
 int cmd_label(int argc, char **argv);
 int cmd_clear(int argc, char **argv);

@@ -307,26 +307,6 @@ int ctl_live(bm_mirror *m, const char *name, const char *cmd, char *out,
 
 /* ---- the command's side ---- */
 
-/* A local path as the server will open it (absolute, resolved); URIs and
- * paths that do not resolve are kept as typed. */
-static char *canonical_path(const char *p)
-{
-	char buf[PATH_MAX];
-
-	if (strstr(p, "://") != NULL)
-		return strdup(p);
-	if (realpath(p, buf))
-		return strdup(buf);
-	/* gone (a deleted file): absolute as the server recorded it */
-	if (p[0] != '/' && getcwd(buf, sizeof(buf))) {
-		char *abs = malloc(strlen(buf) + strlen(p) + 2);
-		if (abs)
-			sprintf(abs, "%s/%s", buf, p);
-		return abs;
-	}
-	return strdup(p);
-}
-
 /* 0 when NAME is a mirror whose server runs; else 1 after one line. */
 static int need_running(const char *verb, const char *name)
 {
@@ -432,7 +412,7 @@ out:
 static bool same_disk(const char *a, const char *b)
 {
 	struct stat sa, sb;
-	char *ca = canonical_path(a), *cb = canonical_path(b);
+	char *ca = cli_canonical_path(a), *cb = cli_canonical_path(b);
 	bool same = ca && cb && strcmp(ca, cb) == 0;
 	const char *pair[2] = {a, b};
 	size_t x, y;
@@ -537,7 +517,7 @@ int cmd_insert(int argc, char **argv)
 	int ndone = 0;
 	for (int pass = n > 1 ? 0 : 1; pass < 2 && rc == 0; pass++)
 		for (int i = optind + 1; i < argc && rc == 0; i++) {
-			char *p = canonical_path(argv[i]);
+			char *p = cli_canonical_path(argv[i]);
 			char *cmd = malloc(strlen(p ? p : "") + 64);
 			if (!p || !cmd) {
 				free(p);
@@ -594,7 +574,7 @@ int cmd_remove(int argc, char **argv)
 	size_t n = 0;
 	rc = 0;
 	for (int i = optind + 1; i < argc && rc == 0; i++)
-		if (!(paths[n++] = canonical_path(argv[i])))
+		if (!(paths[n++] = cli_canonical_path(argv[i])))
 			rc = cli_fail("out of memory");
 	if (rc == 0)
 		rc = remove_job(name, paths, n);

@@ -64,6 +64,13 @@ static int resolve_component(const char *name, const char *arg, char *out,
 	for (size_t i = 0; i < n && rc; i++)
 		if (same_local(paths[i], arg))
 			rc = 0, snprintf(out, len, "%s", paths[i]);
+	/* one that is gone (a deleted file), as typed: the record holds it
+	 * absolute */
+	char *abs = rc ? cli_canonical_path(arg) : NULL;
+	for (size_t i = 0; abs && i < n && rc; i++)
+		if (strcmp(paths[i], abs) == 0)
+			rc = 0, snprintf(out, len, "%s", paths[i]);
+	free(abs);
 	state_free(paths, n);
 	if (rc)
 		return cli_fail("%s is not a component of %s ('blkmirror list "
