@@ -24,7 +24,7 @@ static const struct verb {
 	int (*run)(int argc, char **argv);
 	const char *usage;
 } verbs[] = {
-	{"label", cmd_label, "label [-fn] [-b ALGORITHM] [-s SLICE] [-r REGION] NAME COMPONENT..."},
+	{"label", cmd_label, "label [-fn] [-b ALGORITHM] [-s SLICE] [-r REGION] [--no-bitmap] NAME COMPONENT..."},
 	{"serve", cmd_serve, "serve NAME [--socket PATH] [--tcp [HOST:]PORT] [--readahead SIZE] [--io-timeout SECONDS] [--read-errors COUNT] [--max-connections N] [--max-inflight SIZE] [--max-inflight-total SIZE] [--force-source COMPONENT]"},
 	{"status", cmd_status, "status [--json] [NAME...]"},
 	{"list", cmd_list, "list [NAME...]"},

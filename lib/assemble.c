@@ -692,11 +692,25 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		in[i].path = c->path;
 		in[i].same_disk_as = same_disk[i];
 		in[i].present = atomic_load(&c->state) != BM_CS_ABSENT && c->be;
-		if (in[i].present) {
-			in[i].label = c->label;
-			in[i].data_area = bm_data_area(c->be->size);
-			in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
+		if (!in[i].present)
+			continue;
+		in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
+		if (atomic_load(&c->be->detached) > 0) {
+			/* its header read ran out of time (backend.h): it
+			 * answered its label, now it does not answer */
+			char why[200];
+			snprintf(why, sizeof(why), "does not answer: its bitmap "
+			         "header was not read within %ld s",
+			         (bm_backend_sync_timeout_ms() + 999) / 1000);
+			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
+			        c->path, why);
+			absent(c, why);
+			c->rejoin = true;
+			in[i].present = false;
+			continue;
 		}
+		in[i].label = c->label;
+		in[i].data_area = bm_data_area(c->be->size);
 	}
 	if (bm_assembly_decide(name, in, m->ncomp, force_source, &out) !=
 	    BM_ASM_OK)
@@ -1210,6 +1224,9 @@ void bm_mirror_set_readahead(bm_mirror *m, uint64_t bytes)
 
 void bm_mirror_set_io_timeout(bm_mirror *m, unsigned seconds)
 {
+	/* the synchronous calls of its components wait as long (one mirror
+	 * a process: serve) */
+	bm_backend_set_sync_timeout_ms((long)seconds * 1000);
 	atomic_store(&m->io_timeout_ms, (int)(seconds * 1000u));
 }
 

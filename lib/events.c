@@ -199,34 +199,35 @@ void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
 	p->streak = &c->meta_slow;
 }
 
-/* A deactivated component that does not answer requests of its active
- * days (a client's write, acknowledged from the others once this one
- * ends; a read, retried elsewhere): out of service, so there is nothing
- * to record, but what it holds must end, or its client waits for ever
- * (and with it the stop, the idle clean, a copy's range).  Its backend is
- * aborted; activate opens it again (rebuild.c reopen_inactive, which
- * swaps c->be under meta_lock and waits for its users). */
+/* A deactivated NBD component that does not answer requests of its
+ * active days (a client's write, acknowledged from the others once this
+ * one ends; a read, retried elsewhere): out of service, so there is
+ * nothing to record, but what it holds must end, or its client waits for
+ * ever (and with it the stop, the idle clean, a copy's range).  Its
+ * connection is aborted; activate opens it again (rebuild.c
+ * reopen_inactive).  Under meta_lock, where activate changes its state
+ * and reopen_inactive its backend, and only while the requests are still
+ * there.  Not a file or device: the kernel cannot give back what it holds
+ * (an abort ends nothing), and its claim would keep activate from opening
+ * it again. */
 static void abort_inactive(struct bm_mirror *m, struct bm_component *c,
                            const char *why)
 {
-	struct bm_backend *be;
-
-	pthread_mutex_lock(&m->meta_lock);
-	be = atomic_load(&c->state) == BM_CS_INACTIVE ? c->be : NULL;
-	if (be)
-		atomic_fetch_add(&c->users, 1);
-	pthread_mutex_unlock(&m->meta_lock);
-	if (!be)
+	if (!strstr(c->path, "://"))
 		return;
-	if (!c->hang_warned) {
-		c->hang_warned = true;
-		fprintf(stderr, "blkmirror: %s: %s (deactivated): %s: what it "
-		        "still holds from before fails now\n", m->name, c->path,
-		        why);
-	}
-	if (be->ops->abort)
+	pthread_mutex_lock(&m->meta_lock);
+	struct bm_backend *be = c->be;
+	if (atomic_load(&c->state) == BM_CS_INACTIVE && be &&
+	    be->ops->abort && atomic_load(&c->inflight) > 0) {
+		if (!c->inactive_abort_said) {
+			c->inactive_abort_said = true;
+			fprintf(stderr, "blkmirror: %s: %s (deactivated): %s: "
+			        "what it still holds from before fails now\n",
+			        m->name, c->path, why);
+		}
 		be->ops->abort(be);
-	bm_comp_put(c);
+	}
+	pthread_mutex_unlock(&m->meta_lock);
 }
 
 /* Components given up: one with requests outstanding that finished

@@ -190,6 +190,8 @@ struct bm_component {
 	                                   failed: it may not hold the genid */
 	int label_err;                  /* meta_lock: that write's error */
 	bool hang_warned;               /* events.c: said it hangs, once */
+	bool inactive_abort_said;       /* events.c abort_inactive: said so,
+	                                   once a deactivation (meta_lock) */
 	atomic_bool link_dead;          /* the last ACTIVE one's NBD connection
 	                                   is gone (events.c health): it is
 	                                   opened again in place (recover.c

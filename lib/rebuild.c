@@ -330,6 +330,7 @@ static int activate_serialized(bm_mirror *m, const char *path)
 	/* failures found on its earlier requests are not applied to it */
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
+	c->inactive_abort_said = false;
 	/* its header behind the last clear: an older copy of it was put
 	 * back (while the mirror was stopped); bits of writes it lacks are
 	 * gone */

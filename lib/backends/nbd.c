@@ -852,20 +852,13 @@ static int nbd_extent(struct bm_backend *be, struct bm_extent_req *r)
 
 /* Synchronous calls through submit() (both transmissions use them), with
  * the process's deadline (backend.h): an export that never answers makes
- * them fail with -ETIMEDOUT, never hang the caller.  Such an export is
- * given up (aborted: what it still holds ends, later calls fail at once),
- * so that the close after it does not wait for it either.  Only code
- * that runs before a component is in service calls these (labels,
- * headers, the bitmap at the start; status, label, clear). */
+ * them fail with -ETIMEDOUT, never hang the caller (the request is left
+ * detached: a close aborts it, nbd_close_backend, nbd_wire.c wire_close). */
 static int sync_call(struct bm_backend *be, enum bm_bop op, void *buf,
                      size_t len, uint64_t off)
 {
-	int err = bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
-	                                     bm_backend_sync_timeout_ms());
-
-	if (err == -ETIMEDOUT)
-		be->ops->abort(be);
-	return err;
+	return bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
+	                                  bm_backend_sync_timeout_ms());
 }
 
 int bm_nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,
@@ -954,6 +947,10 @@ static void nbd_close_backend(struct bm_backend *be)
 	struct nbd_backend *nb = (struct nbd_backend *)be;
 	bool clean;
 
+	/* a request whose waiter gave up (a sync call past its deadline)
+	 * may never be answered: it is not waited for */
+	if (atomic_load(&be->detached) > 0)
+		nbd_abort(be);
 	pthread_mutex_lock(&nb->lock);
 	nb->stopping = true;
 	pthread_mutex_unlock(&nb->lock);

@@ -1009,6 +1009,10 @@ static void wire_close(struct bm_backend *be)
 	struct wire *w = (struct wire *)be;
 	bool clean;
 
+	/* a request whose waiter gave up (a sync call past its deadline)
+	 * may never be answered: it is not waited for */
+	if (atomic_load(&be->detached) > 0)
+		wire_abort(be);
 	bm_sendbatch_flush(); /* this thread's sends of ours, if any */
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
