@@ -48,6 +48,11 @@ static int refuse_existing(const char *name)
 	return 0;
 }
 
+/* How long label, clear and dump wait for a component's label (one that
+ * connects and never answers: an NBD export that hangs) before they give
+ * up on it, changing nothing: a verb typed at a prompt, not a start. */
+#define LABEL_VERB_WAIT_MS 10000
+
 int cmd_label(int argc, char **argv)
 {
 	struct bm_label_params p = {.balance = BM_BALANCE_STREAM, .slice = 4096};
@@ -55,6 +60,7 @@ int cmd_label(int argc, char **argv)
 	const char *name;
 	int opt, n, rc, status;
 
+	bm_backend_set_sync_timeout_ms(LABEL_VERB_WAIT_MS);
 	optind = 0;
 	static const struct option longopts[] = {
 		{"no-bitmap", no_argument, NULL, 'B'},
@@ -119,11 +125,23 @@ int cmd_label(int argc, char **argv)
 				              paths[i]);
 				goto out;
 			}
+	/* what -f takes: a component of another mirror (said once done) */
+	char was[BM_MAX_COMPONENTS][BM_NAME_MAX + 1];
+	for (int i = 0; i < n; i++)
+		if (!p.force || bm_label_probe(paths[i], was[i],
+		                               sizeof(was[i])) < 0)
+			was[i][0] = '\0';
 	if (bm_label_write_new(name, (const char *const *)paths, (size_t)n,
 	                       &p) < 0) {
 		rc = cli_fail("%s", bm_last_error());
 		goto out;
 	}
+	for (int i = 0; i < n; i++)
+		if (was[i][0])
+			fprintf(stderr, "blkmirror: label: %s was a component of "
+			        "mirror '%s'; taken (-f)%s\n", paths[i], was[i],
+			        strcmp(was[i], name) == 0 ? ""
+			        : ": that mirror has lost it");
 	/* -f may have taken a component from another mirror's list. */
 	for (int i = 0; p.force && i < n; i++)
 		state_forget_component(paths[i]);
@@ -146,7 +164,12 @@ static int clear_loses_data(const char *p)
 	size_t n, k = 0;
 	int r;
 
-	if (bm_label_probe(p, name, sizeof(name)) < 0)
+	int pr = bm_label_probe(p, name, sizeof(name));
+	if (pr == -ETIMEDOUT) {
+		cli_fail("%s; nothing was changed", bm_last_error());
+		return 1;
+	}
+	if (pr < 0)
 		return 0; /* no label: bm_label_clear says so */
 	char what[64];
 	if (state_lock_holder(name, NULL, what, sizeof(what)) == 1 &&
@@ -177,6 +200,7 @@ int cmd_clear(int argc, char **argv)
 	int opt, rc = 0, status;
 	bool force = false;
 
+	bm_backend_set_sync_timeout_ms(LABEL_VERB_WAIT_MS);
 	optind = 0;
 	while ((opt = cli_getopt(argc, argv, "clear", "f", longopts,
 	                         &status)) != -1) {
@@ -207,6 +231,7 @@ int cmd_dump(int argc, char **argv)
 	char buf[4096];
 	int opt, rc = 0, status;
 
+	bm_backend_set_sync_timeout_ms(LABEL_VERB_WAIT_MS);
 	optind = 0;
 	while ((opt = cli_getopt(argc, argv, "dump", "", NULL, &status)) != -1)
 		return status;

@@ -143,6 +143,9 @@ static int refuse_existing_data(struct bm_backend **be,
 		struct bm_label l;
 		int err = bm_label_read_be(be[i], &l);
 
+		if (err == -ETIMEDOUT) /* (not "none": it may hold one) */
+			return bm_error(err, "%s; nothing was written",
+			                bm_last_error());
 		if (err == 0 && !p->force)
 			return bm_error(EEXIST, "%s: already a component of mirror "
 			                "'%s'; run 'blkmirror clear %s' first (or "
@@ -337,6 +340,8 @@ int bm_label_clear(const char *path)
 		err = bm_error(ENOENT, "%s: has no blkmirror label", path);
 		goto out;
 	}
+	if (err == -ETIMEDOUT) /* (not damaged: it may be in use) */
+		goto out;
 	/* A damaged label is cleared too: that is what clear is for. */
 	if (be->size < BM_MIN_COMPONENT_SIZE)
 		goto out;
@@ -685,6 +690,8 @@ static int choose_states(struct bm_mirror *m, const char *name,
 	struct bm_asm_input in[BM_MAX_COMPONENTS];
 	struct bm_asm_out out;
 	struct bm_component *source;
+	bool mute[BM_MAX_COMPONENTS] = {false};
+	int nmute = 0;
 
 	memset(in, 0, sizeof(in));
 	for (int i = 0; i < m->ncomp; i++) {
@@ -695,25 +702,45 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		if (!in[i].present)
 			continue;
 		in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
-		if (atomic_load(&c->be->detached) > 0) {
-			/* its header read ran out of time (backend.h): it
-			 * answered its label, now it does not answer */
-			char why[200];
-			snprintf(why, sizeof(why), "does not answer: its bitmap "
-			         "header was not read within %ld s",
-			         (bm_backend_sync_timeout_ms() + 999) / 1000);
-			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
-			        c->path, why);
-			absent(c, why);
-			c->rejoin = true;
-			in[i].present = false;
-			continue;
-		}
 		in[i].label = c->label;
 		in[i].data_area = bm_data_area(c->be->size);
+		/* its header read ran out of time (backend.h): it answered
+		 * its label, now it does not answer */
+		mute[i] = atomic_load(&c->be->sync_timed_out);
+		nmute += mute[i];
 	}
-	if (bm_assembly_decide(name, in, m->ncomp, force_source, &out) !=
-	    BM_ASM_OK)
+	int r = bm_assembly_decide(name, in, m->ncomp, force_source, &out);
+	if (r == BM_ASM_OK && nmute) {
+		/* Left out (it rejoins when it answers, judged then) unless
+		 * it holds the newest data and no other in sync with it is
+		 * here: then the start waits for it (its label, read, says
+		 * what the others lack). */
+		bool other_current = false;
+		for (int j = 0; j < m->ncomp; j++)
+			if (!mute[j] && j != out.source &&
+			    out.comp[j].role == BM_ROLE_ACTIVE)
+				other_current = true;
+		char why[200];
+		snprintf(why, sizeof(why), "does not answer: its bitmap header "
+		         "was not read within %ld s",
+		         (bm_backend_sync_timeout_ms() + 999) / 1000);
+		if (mute[out.source] && (!other_current || out.forced))
+			return bm_error(EAGAIN, "mirror '%s': %s holds its newest "
+			                "data but %s; nothing was changed: start it "
+			                "again once it answers", name,
+			                m->comp[out.source].path, why);
+		for (int i = 0; i < m->ncomp; i++) {
+			if (!mute[i])
+				continue;
+			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
+			        m->comp[i].path, why);
+			absent(&m->comp[i], why);
+			m->comp[i].rejoin = true;
+			in[i].present = false;
+		}
+		r = bm_assembly_decide(name, in, m->ncomp, force_source, &out);
+	}
+	if (r != BM_ASM_OK)
 		return bm_error(out.result == BM_ASM_NO_LABEL ? ENOENT
 		                : out.result == BM_ASM_BAD_FORCE ? EINVAL : EIO,
 		                "%s", out.error);

@@ -218,7 +218,10 @@ void bm_event_sync_ended(struct bm_mirror *m, struct bm_component *t,
 		return;
 	if (result == 0 && s == BM_CS_ACTIVE)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_FINISHED, t->path,
-		              "%llu bytes copied; it is ACTIVE", off);
+		              "%llu bytes copied (%s); it is ACTIVE",
+		              (unsigned long long)atomic_load(&t->sync_copied),
+		              atomic_load(&t->sync_regions)
+		              ? "the bitmap's dirty regions only" : "in full");
 	else if (result > 0)
 		bm_event_post(m, BM_SEV_NOTICE, BM_EV_SYNC_STOPPED, t->path,
 		              "stopped on request at offset %llu (it resumes "

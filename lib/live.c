@@ -445,6 +445,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	atomic_fetch_add(&c->epoch, 1);
 	c->label_stale = false;
 	c->hang_warned = false;
+	c->inactive_abort_said = false;
 	c->rejoin = false;
 	c->retry_at_ms = 0;
 	c->retry_delay_ms = 0;
@@ -730,6 +731,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
+	c->inactive_abort_said = false;
 	c->label_stale = false;
 	if (!inactive) {
 		/* what it missed is not known (it was not here to be

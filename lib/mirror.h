@@ -229,6 +229,8 @@ struct bm_component {
 	                                   bitmap (bitmap.c) */
 	atomic_bool sync_regions;       /* sync.c: this copy covers only the
 	                                   bitmap's set regions */
+	atomic_uint_fast64_t sync_copied; /* sync.c: bytes the last copy that
+	                                   ended wrote (its last run's) */
 	atomic_int age[BM_AGE_SLOTS];   /* outstanding requests by submission
 	                                   time (bm_comp_enter) */
 	atomic_uint_fast64_t done_t0_max; /* latest submission time among its

@@ -344,8 +344,9 @@ static int activate_serialized(bm_mirror *m, const char *path)
 	pthread_mutex_unlock(&m->meta_lock);
 	if (err < 0)
 		return err;
+	/* (as sync.c decide_regions will choose) */
 	bm_event_post(m, BM_SEV_NOTICE, BM_EV_COMPONENT_ACTIVATED, c->path,
-	              c->sync_full || !m->bitmap
+	              c->sync_full || !bm_bitmap_is_member(m, c)
 	              ? "activated; copying it in full"
 	              : "activated; copying what it missed (the bitmap's "
 	                "dirty regions)");

@@ -417,6 +417,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
+	c->inactive_abort_said = false;
 	c->label.component_flags |= BM_CF_SYNCHRONIZING;
 	c->label.genid = m->genid;
 	c->label.syncid = m->syncid;
@@ -506,6 +507,7 @@ static int reconnect_in_place(struct bm_mirror *m, struct bm_component *c)
 	atomic_store(&c->writes_done, 0);
 	atomic_store(&c->flushed_upto, 0);
 	c->hang_warned = false;
+	c->inactive_abort_said = false;
 	atomic_store(&c->link_dead, false);
 	atomic_store(&c->swapping, false);
 	pthread_mutex_unlock(&m->meta_lock);

@@ -899,6 +899,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		        "copied (%s)\n", m->name, t->path,
 		        (unsigned long long)copied_total,
 		        regions ? "bitmap: dirty regions only" : "in full");
+		atomic_store(&t->sync_copied, copied_total); /* (the event's) */
 		t->sync_full = false;
 		atomic_store(&t->state, BM_CS_ACTIVE);
 		t->sync_ending = false;

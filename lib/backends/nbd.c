@@ -852,13 +852,22 @@ static int nbd_extent(struct bm_backend *be, struct bm_extent_req *r)
 
 /* Synchronous calls through submit() (both transmissions use them), with
  * the process's deadline (backend.h): an export that never answers makes
- * them fail with -ETIMEDOUT, never hang the caller (the request is left
- * detached: a close aborts it, nbd_close_backend, nbd_wire.c wire_close). */
+ * them fail with -ETIMEDOUT, never hang the caller.  It is then given up
+ * (aborted): every later call and request fails at once rather than wait
+ * again (label, clear and the start go on to other reads), and the close
+ * does not wait for what it holds (a close aborts anyway while a request
+ * is detached: nbd_close_backend, nbd_wire.c wire_close). */
 static int sync_call(struct bm_backend *be, enum bm_bop op, void *buf,
                      size_t len, uint64_t off)
 {
-	return bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
-	                                  bm_backend_sync_timeout_ms());
+	int err = bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
+	                                     bm_backend_sync_timeout_ms());
+
+	if (err == -ETIMEDOUT) {
+		atomic_store(&be->sync_timed_out, true);
+		be->ops->abort(be);
+	}
+	return err;
 }
 
 int bm_nbd_pread_sync(struct bm_backend *be, void *buf, size_t len,

@@ -33,4 +33,4 @@ bm activate m0 "$P" >/dev/null || fail "activate: $(bm status m0)"
 wait_complete m0
 stop m0
 cmp -n $((64 * 1024)) -i $MIB:$MIB "$T/a" "$T/p.img" || fail "p does not hold the write"
-od -An -tx1 -j $MIB -N 1 "$T/a" | grep -q 3c || fail "a does not hold the write"
+od -An -tx1 -j $MIB -N 1 "$T/a" | has 3c || fail "a does not hold the write"
