@@ -295,6 +295,9 @@ struct extent_wait {
 	bool finished;
 	int result;
 	int refs;          /* lock */
+	bool abandoned;    /* lock: the asker gave up (be->detached counts it:
+	                      a close does not wait for it) */
+	struct bm_backend *be;
 };
 
 static void extent_put_locked(struct extent_wait *x)
@@ -316,6 +319,8 @@ static void extent_done(struct bm_extent_req *r, int result)
 	pthread_mutex_lock(&x->lock);
 	x->result = result;
 	x->finished = true;
+	if (x->abandoned)
+		atomic_fetch_sub(&x->be->detached, 1);
 	pthread_cond_signal(&x->cond);
 	extent_put_locked(x);
 }
@@ -341,6 +346,7 @@ int bm_backend_extent(struct bm_backend *be, uint64_t off, uint64_t len,
 	pthread_cond_init(&x->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	x->refs = 2;
+	x->be = be;
 	x->r = (struct bm_extent_req){.offset = off, .length = len,
 	                              .done = extent_done, .opaque = x};
 	err = be->ops->extent(be, &x->r);
@@ -359,6 +365,8 @@ int bm_backend_extent(struct bm_backend *be, uint64_t off, uint64_t len,
 		;
 	if (!x->finished) {
 		err = -ETIMEDOUT;
+		x->abandoned = true;
+		atomic_fetch_add(&be->detached, 1);
 	} else {
 		err = x->result;
 		if (err == 0 && x->r.run >= 1 && x->r.run <= len) {
