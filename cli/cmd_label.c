@@ -35,8 +35,16 @@ static int refuse_existing(const char *name)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char lname[BM_NAME_MAX + 1];
-		if (bm_label_probe(paths[i], lname, sizeof(lname)) == 0 &&
-		    strcmp(lname, name) == 0) {
+		int r = bm_label_probe(paths[i], lname, sizeof(lname));
+		if (r == -ETIMEDOUT) { /* may still be one: cannot tell */
+			cli_fail("mirror '%s' already exists (%s, one of its "
+			         "components, does not answer to tell whether it "
+			         "still is); run 'blkmirror clear' on its "
+			         "components first", name, paths[i]);
+			state_free(paths, n);
+			return 1;
+		}
+		if (r == 0 && strcmp(lname, name) == 0) {
 			cli_fail("mirror '%s' already exists (%s is one of its "
 			         "components); run 'blkmirror clear' on its "
 			         "components first", name, paths[i]);

@@ -330,8 +330,8 @@ static int need_running(const char *verb, const char *name)
 		                strerror(-err));
 	if (err == 0)
 		return cli_fail("mirror '%s' is not running; %s works on a running "
-		                "mirror: start it with 'blkmirror serve %s --socket "
-		                "PATH' first", name, verb, name);
+		                "mirror: start it with 'blkmirror serve %s' first",
+		                name, verb, name);
 	return 0;
 }
 

@@ -535,7 +535,7 @@ int cmd_stat(int argc, char **argv)
 			char *end;
 			count = strtol(optarg, &end, 10);
 			if (*end || count < 1)
-				return cli_usage("count '%s' is not a positive number",
+				return cli_usage("stat: -c COUNT '%s' is not a positive number",
 				                 optarg);
 			break;
 		}

@@ -119,11 +119,16 @@ int main(int argc, char **argv)
 		return cli_usage("no verb given; 'blkmirror help' lists them");
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "--help")) {
-		if (argc == 3 && argv[1][0] != '-') { /* help VERB */
+		if (argc == 3 && argv[1][0] != '-' &&
+		    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			usage(stdout); /* help --help */
+			return 0;
+		}
+		if (argc == 3 && argv[1][0] != '-') { /* help VERB: its --help */
 			for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 				if (strcmp(argv[2], verbs[i].name) == 0) {
-					printf("usage: blkmirror %s\n", verbs[i].usage);
-					return 0;
+					char *hargv[] = {argv[2], "--help", NULL};
+					return verbs[i].run(2, hargv);
 				}
 			return cli_usage("unknown verb '%s'; 'blkmirror help' "
 			                 "lists them", argv[2]);

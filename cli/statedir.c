@@ -164,9 +164,10 @@ int state_list_mirrors(char ***names, size_t *n)
 int state_component_labeled(const char *path, const char *name)
 {
 	char lname[BM_NAME_MAX + 1];
+	int r = bm_label_probe(path, lname, sizeof(lname));
 
-	return bm_label_probe(path, lname, sizeof(lname)) == 0 &&
-	       strcmp(lname, name) == 0;
+	/* one that does not answer may still carry it: kept */
+	return r == -ETIMEDOUT || (r == 0 && strcmp(lname, name) == 0);
 }
 
 /* Whether path may still carry mirror name's label: it does, or it could

@@ -685,12 +685,15 @@ static void absent(struct bm_component *c, const char *why)
  * components left out (closed).
  */
 static int choose_states(struct bm_mirror *m, const char *name,
-                         int force_source, const int *same_disk)
+                         int force_source, const int *same_disk,
+                         uint32_t lease_unreadable)
 {
 	struct bm_asm_input in[BM_MAX_COMPONENTS];
 	struct bm_asm_out out;
 	struct bm_component *source;
 	bool mute[BM_MAX_COMPONENTS] = {false};
+	char mute_why[BM_MAX_COMPONENTS][sizeof(m->comp[0].why)];
+	uint64_t known[BM_MAX_COMPONENTS];
 	int nmute = 0;
 
 	memset(in, 0, sizeof(in));
@@ -701,12 +704,27 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		in[i].present = atomic_load(&c->state) != BM_CS_ABSENT && c->be;
 		if (!in[i].present)
 			continue;
-		in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
 		in[i].label = c->label;
 		in[i].data_area = bm_data_area(c->be->size);
-		/* its header read ran out of time (backend.h): it answered
-		 * its label, now it does not answer */
-		mute[i] = atomic_load(&c->be->sync_timed_out);
+		/* It answered its label, then not its lease (lease.c says
+		 * why) or its bitmap header (a read past the deadline, still
+		 * in flight: bitmap.c read_area): judged by its label, with
+		 * its header counted as the newest (unknown, so not older). */
+		if (lease_unreadable & (1u << i)) {
+			mute[i] = true;
+			snprintf(mute_why[i], sizeof(mute_why[i]), "%s", c->why);
+		} else {
+			in[i].clear_seq = bm_bitmap_clear_seq_of(c->be, &c->label);
+			if (atomic_load(&c->be->detached) > 0) {
+				mute[i] = true;
+				snprintf(mute_why[i], sizeof(mute_why[i]),
+				         "does not answer: its bitmap header was "
+				         "not read within %ld s",
+				         (bm_backend_sync_timeout_ms() + 999) / 1000);
+			}
+		}
+		if (mute[i])
+			in[i].clear_seq = UINT64_MAX;
 		nmute += mute[i];
 	}
 	int r = bm_assembly_decide(name, in, m->ncomp, force_source, &out);
@@ -720,25 +738,27 @@ static int choose_states(struct bm_mirror *m, const char *name,
 			if (!mute[j] && j != out.source &&
 			    out.comp[j].role == BM_ROLE_ACTIVE)
 				other_current = true;
-		char why[200];
-		snprintf(why, sizeof(why), "does not answer: its bitmap header "
-		         "was not read within %ld s",
-		         (bm_backend_sync_timeout_ms() + 999) / 1000);
 		if (mute[out.source] && (!other_current || out.forced))
 			return bm_error(EAGAIN, "mirror '%s': %s holds its newest "
 			                "data but %s; nothing was changed: start it "
 			                "again once it answers", name,
-			                m->comp[out.source].path, why);
+			                m->comp[out.source].path,
+			                mute_why[out.source]);
 		for (int i = 0; i < m->ncomp; i++) {
+			known[i] = out.comp[i].known_id;
 			if (!mute[i])
 				continue;
 			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
-			        m->comp[i].path, why);
-			absent(&m->comp[i], why);
+			        m->comp[i].path, mute_why[i]);
+			absent(&m->comp[i], mute_why[i]);
 			m->comp[i].rejoin = true;
 			in[i].present = false;
 		}
 		r = bm_assembly_decide(name, in, m->ncomp, force_source, &out);
+		/* (its id as its own label said, not guessed from the others') */
+		for (int i = 0; r == BM_ASM_OK && i < m->ncomp; i++)
+			if (mute[i])
+				out.comp[i].known_id = known[i];
 	}
 	if (r != BM_ASM_OK)
 		return bm_error(out.result == BM_ASM_NO_LABEL ? ENOENT
@@ -969,16 +989,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	err = bm_lease_check(m, &unreadable);
 	if (err < 0)
 		goto fail;
-	for (int i = 0; i < m->ncomp; i++) {
-		if (!(unreadable & (1u << i)))
-			continue;
-		char why[sizeof(m->comp[i].why)];
-		snprintf(why, sizeof(why), "%s", m->comp[i].why);
-		fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
-		        m->comp[i].path, why);
-		absent(&m->comp[i], why);
-	}
-	err = choose_states(m, name, force_source, same_disk);
+	/* (left out there, judged by their labels first) */
+	err = choose_states(m, name, force_source, same_disk, unreadable);
 	if (err < 0)
 		goto fail;
 	err = bm_lease_start(m);

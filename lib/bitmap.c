@@ -387,6 +387,18 @@ int bm_bitmap_write_new(struct bm_backend *be, const struct bm_label *l,
 }
 
 /* Reads and checks a component's bitmap: 0 and *h, bits (ceil(n/8) bytes). */
+/* A read of the bitmap area with the deadline of the synchronous calls
+ * (backend.h), not the calls themselves: one that runs out is left in
+ * flight (be->detached), the backend is not given up, so a stall at the
+ * start leaves the component out (assemble.c choose_states) or costs a
+ * copy in full, never the start itself. */
+static int read_area(struct bm_backend *be, void *buf, size_t len,
+                     uint64_t off)
+{
+	return bm_backend_io_wait_timeout(be, BM_BOP_READ, buf, (uint32_t)len,
+	                                  off, 0, bm_backend_sync_timeout_ms());
+}
+
 int bm_bitmap_read(struct bm_backend *be, const struct bm_label *l,
                    struct bm_bitmap_header *h, uint8_t *bits)
 {
@@ -397,8 +409,7 @@ int bm_bitmap_read(struct bm_backend *be, const struct bm_label *l,
 		return bm_error(ENOENT, "no bitmap");
 	if (posix_memalign(&area, 4096, (size_t)l->bitmap_size))
 		return -ENOMEM;
-	err = be->ops->pread_sync(be, area, (size_t)l->bitmap_size,
-	                          l->bitmap_offset);
+	err = read_area(be, area, (size_t)l->bitmap_size, l->bitmap_offset);
 	if (err == 0)
 		err = bm_bitmap_decode(area, (size_t)l->bitmap_size, l, h, bits);
 	free(area);
@@ -414,7 +425,7 @@ uint64_t bm_bitmap_clear_seq_of(struct bm_backend *be, const struct bm_label *l)
 	if (l->bitmap_size < BM_BITMAP_BLOCK || l->bitmap_size > BM_BITMAP_AREA ||
 	    posix_memalign(&buf, 4096, BM_BITMAP_BLOCK))
 		return 0;
-	if (be->ops->pread_sync(be, buf, BM_BITMAP_BLOCK, l->bitmap_offset) == 0 &&
+	if (read_area(be, buf, BM_BITMAP_BLOCK, l->bitmap_offset) == 0 &&
 	    bm_bitmap_header_decode(buf, BM_BITMAP_BLOCK, &h) == 0 &&
 	    h.component_id == l->component_id)
 		seq = h.clear_seq;

@@ -689,6 +689,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 
 	atomic_store(&m->sync_rate, 0);
 	uint64_t copied_total = 0;
+	if (start == 0) /* a new copy (a resumed one adds its runs) */
+		atomic_store(&t->sync_copied, 0);
 	if (regions)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
 		              "copying from offset %llu of %llu: the bitmap's "
@@ -732,6 +734,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 			if (c->kind == CH_COPY) {
 				copied_since += c->len;
 				copied_total += c->len;
+				atomic_fetch_add(&t->sync_copied, c->len);
 			}
 			run->head = (run->head + 1) % DEPTH;
 			run->count--;
@@ -899,7 +902,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		        "copied (%s)\n", m->name, t->path,
 		        (unsigned long long)copied_total,
 		        regions ? "bitmap: dirty regions only" : "in full");
-		atomic_store(&t->sync_copied, copied_total); /* (the event's) */
 		t->sync_full = false;
 		atomic_store(&t->state, BM_CS_ACTIVE);
 		t->sync_ending = false;
