@@ -39,8 +39,9 @@ static int refuse_existing(const char *name)
 		if (r == -ETIMEDOUT) { /* may still be one: cannot tell */
 			cli_fail("mirror '%s' already exists (%s, one of its "
 			         "components, does not answer to tell whether it "
-			         "still is); run 'blkmirror clear' on its "
-			         "components first", name, paths[i]);
+			         "still is); clear its components once they answer, "
+			         "or drop its record: 'blkmirror forget -f %s'",
+			         name, paths[i], name);
 			state_free(paths, n);
 			return 1;
 		}

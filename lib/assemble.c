@@ -679,6 +679,16 @@ static void absent(struct bm_component *c, const char *why)
 	}
 }
 
+/* Whether b holds what a holds: the same history (generation, syncid,
+ * events), in full, and a does not say b missed writes.  After a crash
+ * (both DIRTY) either one is a right copy of what was acknowledged. */
+static bool same_history(const struct bm_label *a, const struct bm_label *b)
+{
+	return a->genid == b->genid && a->syncid == b->syncid &&
+	       a->events == b->events && bm_label_full(b) &&
+	       !bm_label_says_missed(a, b->component_id);
+}
+
 /*
  * The decision is assembly_decide.c's (a pure function over the labels);
  * this applies it: states, the mirror's generation and identity, and the
@@ -708,8 +718,8 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		in[i].data_area = bm_data_area(c->be->size);
 		/* It answered its label, then not its lease (lease.c says
 		 * why) or its bitmap header (a read past the deadline, still
-		 * in flight: bitmap.c read_area): judged by its label, with
-		 * its header counted as the newest (unknown, so not older). */
+		 * in flight: bitmap.c read_area): judged by its label (its
+		 * header unknown: 0, ranked below any known one). */
 		if (lease_unreadable & (1u << i)) {
 			mute[i] = true;
 			snprintf(mute_why[i], sizeof(mute_why[i]), "%s", c->why);
@@ -724,7 +734,7 @@ static int choose_states(struct bm_mirror *m, const char *name,
 			}
 		}
 		if (mute[i])
-			in[i].clear_seq = UINT64_MAX;
+			in[i].clear_seq = 0;
 		nmute += mute[i];
 	}
 	int r = bm_assembly_decide(name, in, m->ncomp, force_source, &out);
@@ -735,19 +745,33 @@ static int choose_states(struct bm_mirror *m, const char *name,
 		 * what the others lack). */
 		bool other_current = false;
 		for (int j = 0; j < m->ncomp; j++)
-			if (!mute[j] && j != out.source &&
-			    out.comp[j].role == BM_ROLE_ACTIVE)
+			if (!mute[j] && j != out.source && in[j].present &&
+			    out.comp[j].role != BM_ROLE_ABSENT &&
+			    same_history(&in[out.source].label, &in[j].label))
 				other_current = true;
-		if (mute[out.source] && (!other_current || out.forced))
-			return bm_error(EAGAIN, "mirror '%s': %s holds its newest "
-			                "data but %s; nothing was changed: start it "
+		if (mute[out.source] && out.forced)
+			return bm_error(EAGAIN, "mirror '%s': %s, the forced "
+			                "source, %s; nothing was changed: start it "
 			                "again once it answers", name,
 			                m->comp[out.source].path,
 			                mute_why[out.source]);
+		if (mute[out.source] && !other_current)
+			return bm_error(EAGAIN, "mirror '%s': %s holds its newest "
+			                "data but %s; nothing was changed: start it "
+			                "again once it answers (or keep an older "
+			                "copy's data: 'blkmirror serve --force-source "
+			                "COMPONENT %s')", name,
+			                m->comp[out.source].path,
+			                mute_why[out.source], name);
 		for (int i = 0; i < m->ncomp; i++) {
 			known[i] = out.comp[i].known_id;
-			if (!mute[i])
+			/* (one left out anyway, as another mirror's or a
+			 * duplicate, is left out by the decision below with
+			 * its own reason) */
+			if (!mute[i] || out.comp[i].role == BM_ROLE_ABSENT) {
+				mute[i] = false;
 				continue;
+			}
 			fprintf(stderr, "blkmirror: %s: leaving out %s: %s\n", name,
 			        m->comp[i].path, mute_why[i]);
 			absent(&m->comp[i], mute_why[i]);

@@ -234,6 +234,12 @@ void bm_event_sync_ended(struct bm_mirror *m, struct bm_component *t,
 		bm_event_post(m, BM_SEV_ERR, BM_EV_SYNC_STOPPED, t->path,
 		              "no component could read offset %llu; the copy "
 		              "waits until a component comes back", off);
+	/* the count is the copy's over its runs (sync.c): one that ended
+	 * (ACTIVE, or the component left) is not counted on by the next
+	 * copy (which also starts at 0 where it is begun: rebuild.c,
+	 * live.c, recover.c); a stopped or waiting one goes on */
+	if (s != BM_CS_SYNCHRONIZING)
+		atomic_store(&t->sync_copied, 0);
 	bm_event_redundancy(m);
 }
 

@@ -438,6 +438,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->nretired = 0;
 	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0);
 	atomic_store(&c->head_pos, 0);
@@ -727,6 +728,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	c->known_id = lab.component_id;
 	c->be = be;
 	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);

@@ -230,8 +230,8 @@ struct bm_component {
 	atomic_bool sync_regions;       /* sync.c: this copy covers only the
 	                                   bitmap's set regions */
 	atomic_uint_fast64_t sync_copied; /* sync.c: bytes its copy wrote, over
-	                                   its runs in this server (reset by a
-	                                   copy from 0; SyncFinished's) */
+	                                   its runs in this server (reset when
+	                                   it ends: eventlog.c, SyncFinished's) */
 	atomic_int age[BM_AGE_SLOTS];   /* outstanding requests by submission
 	                                   time (bm_comp_enter) */
 	atomic_uint_fast64_t done_t0_max; /* latest submission time among its

@@ -199,6 +199,7 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 	int err;
 
 	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->read_errors, 0);
 	c->label.component_flags &= ~(BM_CF_INACTIVE | BM_CF_DIRTY);

@@ -412,6 +412,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (c->sync_full)
 		c->label.component_flags |= BM_CF_FORCE_SYNC;
 	atomic_store(&c->sync_offset, 0);
+	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0); /* copied again from the start */
 	atomic_store(&c->read_errors, 0);

@@ -689,8 +689,6 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 
 	atomic_store(&m->sync_rate, 0);
 	uint64_t copied_total = 0;
-	if (start == 0) /* a new copy (a resumed one adds its runs) */
-		atomic_store(&t->sync_copied, 0);
 	if (regions)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
 		              "copying from offset %llu of %llu: the bitmap's "
