@@ -105,9 +105,6 @@ struct bm_backend {
 	 * have not completed yet: the component may still act on them, so
 	 * it is not reopened while any is left (recover.c). */
 	atomic_int detached;
-	/* A synchronous call ran out of its deadline (nbd.c sync_call): the
-	 * backend was given up (aborted) then; the start leaves it out. */
-	atomic_bool sync_timed_out;
 };
 
 /*

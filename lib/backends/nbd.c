@@ -863,10 +863,8 @@ static int sync_call(struct bm_backend *be, enum bm_bop op, void *buf,
 	int err = bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off, 0,
 	                                     bm_backend_sync_timeout_ms());
 
-	if (err == -ETIMEDOUT) {
-		atomic_store(&be->sync_timed_out, true);
+	if (err == -ETIMEDOUT)
 		be->ops->abort(be);
-	}
 	return err;
 }
 
