@@ -917,6 +917,36 @@ static int refuse_in_use(const char *name, const char *path)
 	return bm_error(EBUSY, "mirror '%s': %s", name, lockmsg);
 }
 
+/*
+ * meta_lock held; the start's label write failed (err) on some component:
+ * one that did not take it (a timeout, an error, gone) leaves the mirror
+ * the way it would while the mirror runs (meta.c: DISCONNECTED and taken
+ * back by the recovery thread, or FAILED; the others' labels record its
+ * departure), so that a component that answers reads and not writes does
+ * not keep the others from serving.  The start fails only when no ACTIVE
+ * component holds the start's label: nothing then says which data is
+ * newest.
+ */
+static int drop_unwritten(struct bm_mirror *m, const char *name, int err)
+{
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		int st = atomic_load(&c->state);
+		if ((st == BM_CS_ACTIVE || st == BM_CS_SYNCHRONIZING) &&
+		    c->label_stale && c->be) {
+			fprintf(stderr, "blkmirror: %s: leaving out %s: it did not "
+			        "take the start's label write (%s)\n", name, c->path,
+			        strerror(-(c->label_err < 0 ? c->label_err : -EIO)));
+			bm_meta_label_failed_locked(m, c, " at the start");
+		}
+	}
+	if (bm_meta_recorded_locked(m))
+		return 0;
+	return bm_error(err, "mirror '%s': cannot write labels: %s; nothing "
+	                "in service holds the start's label, so the mirror "
+	                "does not start", name, strerror(-err));
+}
+
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out)
 {
@@ -966,6 +996,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	}
 	pthread_mutex_init(&m->info_lock, NULL);
 	bm_event_init(m);
+	bm_recover_init(m);
 	/* (serve --io-timeout sets it before the start's reads) */
 	atomic_init(&m->io_timeout_ms, (int)bm_backend_sync_timeout_ms());
 	atomic_init(&m->read_error_limit, BM_READ_ERRORS_DEFAULT);
@@ -1029,6 +1060,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	 * labels would say clean at the count of the copy's DIRTY one) */
 	m->events++;
 	err = bm_meta_write_all_labels(m);
+	if (err < 0)
+		err = drop_unwritten(m, name, err);
 	/* every component in service holds the union of the bits; one that
 	 * cannot is failed out by its first bit write (bitmap.c), not here:
 	 * a bitmap never keeps a mirror from assembling */
@@ -1036,11 +1069,8 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 		fprintf(stderr, "blkmirror: %s: a component's bitmap could not "
 		        "be written\n", name);
 	pthread_mutex_unlock(&m->meta_lock);
-	if (err < 0) {
-		err = bm_error(err, "mirror '%s': cannot write labels: %s", name,
-		               strerror(-err));
+	if (err < 0)
 		goto fail;
-	}
 	bm_event_started(m);
 	err = bm_workers_start(m);
 	if (err < 0)
@@ -1049,7 +1079,6 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	err = bm_sync_start(m);
 	if (err < 0) {
 		bm_recover_stop(m);
-		bm_recover_free(m);
 		bm_ev_stop(m);
 		bm_ev_free(m);
 		goto fail;
@@ -1057,6 +1086,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	*out = m;
 	return 0;
 fail:
+	bm_recover_free(m);
 	bm_lease_stop(m, true);
 	bm_ra_destroy(m, -1);
 	for (int i = 0; i < m->ncomp; i++)

@@ -188,9 +188,12 @@ int bm_bench_mirror_open(struct bm_backend *const *be, size_t n,
 			m->size = be[i]->size;
 	}
 	m->size &= ~(uint64_t)4095;
+	bm_recover_init(m);
 	err = bm_workers_start(m);
-	if (err < 0)
+	if (err < 0) {
+		bm_recover_free(m);
 		goto fail;
+	}
 	atomic_store(&m->last_write_ms, bm_now_ms());
 	*out = m;
 	return 0;

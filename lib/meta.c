@@ -256,6 +256,12 @@ static bool recorded_somewhere(struct bm_mirror *m)
 	return false;
 }
 
+bool bm_meta_recorded_locked(struct bm_mirror *m)
+{
+	BM_ASSERT_HELD(&m->meta_lock);
+	return recorded_somewhere(m);
+}
+
 void bm_meta_check_recorded_locked(struct bm_mirror *m, const char *what)
 {
 	BM_ASSERT_HELD(&m->meta_lock);

@@ -523,6 +523,9 @@ void bm_meta_label_failed_locked(struct bm_mirror *m, struct bm_component *c,
  * reason in bm_last_error(). */
 int bm_min_block_check(struct bm_mirror *m, const struct bm_backend *be);
 int bm_meta_write_all_labels(struct bm_mirror *m);
+/* Caller holds meta_lock: does some ACTIVE component's label hold what was
+ * last written (none of them stale)? */
+bool bm_meta_recorded_locked(struct bm_mirror *m);
 /* Flushes every writable component (deadline io_timeout_ms); one whose
  * flush fails is failed out.  0 when every component left in service
  * flushed. */
@@ -550,7 +553,10 @@ int bm_workers_start(struct bm_mirror *m);
 void bm_ev_stop(struct bm_mirror *m);
 void bm_ev_free(struct bm_mirror *m);
 
-/* recover.c: the recovery thread. */
+/* recover.c: the recovery thread.  init (its lock and condition) comes
+ * first, at the mirror's creation: a component dropped at the start, before
+ * the thread runs, already kicks it; free undoes init. */
+void bm_recover_init(struct bm_mirror *m);
 int bm_recover_start(struct bm_mirror *m);
 void bm_recover_request_stop(struct bm_mirror *m);
 void bm_recover_stop(struct bm_mirror *m);

@@ -624,7 +624,7 @@ static void *rc_main(void *arg)
 	return NULL;
 }
 
-int bm_recover_start(struct bm_mirror *m)
+void bm_recover_init(struct bm_mirror *m)
 {
 	pthread_condattr_t ca;
 
@@ -633,6 +633,10 @@ int bm_recover_start(struct bm_mirror *m)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&m->rc_cond, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+int bm_recover_start(struct bm_mirror *m)
+{
 	if (pthread_create(&m->rc_thread, NULL, rc_main, m) != 0)
 		return bm_error(EAGAIN, "cannot start the recovery thread");
 	return 0;

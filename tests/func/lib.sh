@@ -482,30 +482,33 @@ release_client() {
   wait "$pid" 2>/dev/null || true
 }
 
-# hangdisk NAME SIZE_MIB [OFFSET|flush]: a disk that stops answering while
-# $T/NAME.hang exists (hang NAME / answer NAME), backed by $T/NAME.img,
-# through nbdkit's eval plugin; URI $(disk_uri NAME).  With OFFSET, only
-# requests that start at OFFSET stop, and the others are answered
-# meanwhile (one stuck sector, a lost reply); with "flush", only flushes.  (nbdkit 1.32's pause filter
+# hangdisk NAME SIZE_MIB [OFFSET|write:OFFSET|flush]: a disk that stops
+# answering while $T/NAME.hang exists (hang NAME / answer NAME), backed by
+# $T/NAME.img, through nbdkit's eval plugin; URI $(disk_uri NAME).  With
+# OFFSET, only requests that start at OFFSET stop, and the others are
+# answered meanwhile (one stuck sector, a lost reply); with write:OFFSET,
+# only writes there (reads answered); with "flush", only flushes.  (nbdkit 1.32's pause filter
 # aborts now and then when a client closes a connection whose requests it
 # holds, which is exactly what a mirror does to a component that hangs.)
 # Every write's offset is appended to $T/NAME.writes as it arrives.
 hangdisk() {
   local name=$1 mib=$2 at=${3:-}
   local wait="while [ -e $T/$1.hang ]; do sleep 0.05; done; [ -d $T ] || exit 1"
-  local model=serialize_all_requests flush=$wait
+  local model=serialize_all_requests flush=$wait rwait
   if [ "$at" = flush ]; then
     model=parallel flush=$wait wait=true
   elif [ -n "$at" ]; then
-    wait="if [ \$4 = $at ]; then $wait; fi"
+    wait="if [ \$4 = ${at#write:} ]; then $wait; fi"
     model=parallel flush=true
   fi
+  rwait=$wait
+  case $at in write:*) rwait=true ;; esac
   command -v nbdkit >/dev/null || skip "nbdkit is not installed"
   truncate -s "${mib}M" "$T/$name.img"
   nbdkit -U "$T/$name.disk.sock" -P "$T/$name.disk.pid" eval \
     get_size="echo $((mib * MIB))" can_write='exit 0' can_flush='exit 0' \
     can_multi_conn='exit 0' thread_model="echo $model" flush="$flush" \
-    pread="$wait; dd if=$T/$name.img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
+    pread="$rwait; dd if=$T/$name.img skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
     pwrite="echo \$4 >>$T/$name.writes; $wait; dd of=$T/$name.img seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
     >>"$T/$name.disk.log" 2>&1 || fail "nbdkit for $name did not start"
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
