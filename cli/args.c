@@ -29,12 +29,17 @@ int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case '\0': break;
 	case 'k': case 'K': shift = 10; end++; break;
 	case 'm': case 'M': shift = 20; end++; break;
 	case 'g': case 'G': shift = 30; end++; break;
-	default: return -EINVAL;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
 	}
+	/* binary units however they are written: 10M, 10MiB, 10MB; 512B */
+	if (shift && strcmp(end, "iB") == 0)
+		end += 2;
+	else if (strcmp(end, "B") == 0)
+		end++;
 	/* a value that does not fit is out of every range, not wrapped */
 	if (*end || v > (ULLONG_MAX >> shift))
 		return -EINVAL;
@@ -44,8 +49,30 @@ int parse_size(const char *s, uint64_t *out)
 
 int parse_count(const char *s, uint64_t *out)
 {
-	return s && *s >= '0' && *s <= '9' && !strpbrk(s, "kKmMgG")
+	return s && *s && strspn(s, "0123456789") == strlen(s)
 	       ? parse_size(s, out) : -EINVAL;
+}
+
+int parse_duration(const char *s, double *seconds)
+{
+	char *end;
+	double v;
+
+	/* (strtod alone would take "-1", " 5", "inf", "nan" and hex) */
+	if (!s || !((*s >= '0' && *s <= '9') || *s == '.') ||
+	    strpbrk(s, "xXpPeE"))
+		return -EINVAL;
+	v = strtod(s, &end);
+	if (end == s || !(v >= 0 && v <= 1e9))
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		v /= 1000;
+	else if (strcmp(end, "min") == 0)
+		v *= 60;
+	else if (*end && strcmp(end, "s") != 0)
+		return -EINVAL;
+	*seconds = v;
+	return 0;
 }
 
 int parse_balance_arg(const char *s, int *out)
@@ -172,9 +199,13 @@ int cli_getopt(int argc, char **argv, const char *verb, const char *shortopts,
 
 int parse_io_timeout_arg(const char *s, uint64_t *out)
 {
-	if (parse_count(s, out) < 0 || *out > 3600)
-		return cli_usage("--io-timeout '%s' is not a number of seconds "
-		                 "from 0 (never) to 3600", s);
+	double v;
+
+	if (parse_duration(s, &v) < 0 || v > 3600 || v != (double)(uint64_t)v)
+		return cli_usage("--io-timeout '%s' is not a whole number of "
+		                 "seconds from 0 (never) to 3600 (e.g. 30, 30s, "
+		                 "1min)", s);
+	*out = (uint64_t)v;
 	return 0;
 }
 

@@ -56,12 +56,15 @@ int parse_rate_arg(const char *opt, const char *s, bool zero_ok,
  * it is not running, other -errno on failure. */
 int control_call(const char *name, const char *cmd, char *out, size_t outlen);
 
-/* args.c.  parse_size: digits with an optional k/K, m/M or g/G suffix
- * (-EINVAL for a value past 2^64, never wrapped); parse_count: digits
- * alone (counts, seconds).  parse_balance_arg, parse_slice_arg, parse_tcp_arg: print the error and
+/* args.c.  parse_size: digits with an optional binary unit, k/K, m/M, g/G
+ * or t/T, each also as KiB or KB (and B alone: bytes) (-EINVAL for a value
+ * past 2^64, never wrapped); parse_count: digits alone (counts);
+ * parse_duration: a number of seconds, with s, ms or min after it, or
+ * none (seconds) (-EINVAL otherwise; the caller checks the range).  parse_balance_arg, parse_slice_arg, parse_tcp_arg: print the error and
  * return EXIT_USAGE (the exit status) when the argument is wrong. */
 int parse_size(const char *s, uint64_t *out);
 int parse_count(const char *s, uint64_t *out);
+int parse_duration(const char *s, double *seconds);
 int parse_balance_arg(const char *s, int *out);
 int parse_slice_arg(const char *s, uint32_t *out);
 /* --io-timeout: seconds from 0 (never) to 3600; prints the error and

@@ -404,10 +404,9 @@ static int poll_mirror(struct followed *f, bool at_start)
 
 static int parse_seconds(const char *s, double *out)
 {
-	char *end;
-	double v = strtod(s, &end);
+	double v;
 
-	if (end == s || *end || !(v >= 0.1 && v <= 3600))
+	if (parse_duration(s, &v) < 0 || !(v >= 0.1 && v <= 3600))
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -475,7 +474,8 @@ int cmd_monitor(int argc, char **argv)
 		case 'i':
 			if (parse_seconds(optarg, &interval) < 0)
 				return cli_usage("monitor: --interval '%s' is not a "
-				                 "number of seconds from 0.1 to 3600",
+				                 "time from 0.1s to 3600s (e.g. 2, 2s, "
+				                 "500ms)",
 				                 optarg);
 			break;
 		default:

@@ -216,16 +216,9 @@ static void print_table(const char *name, const struct sample *a,
 
 static int parse_interval(const char *s, double *out)
 {
-	char *end;
-	double v = strtod(s, &end);
+	double v;
 
-	if (end == s || !(v > 0)) /* (NaN fails every comparison) */
-		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		v /= 1000;
-	else if (*end && strcmp(end, "s") != 0)
-		return -EINVAL;
-	if (!(v >= 0.01 && v <= 3600))
+	if (parse_duration(s, &v) < 0 || !(v >= 0.01 && v <= 3600))
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -38,7 +38,7 @@ static const char configure_usage[] =
 	"usage: blkmirror configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] "
 	"[--sync-min RATE] [--sync-max RATE] NAME | -p PRIORITY NAME COMPONENT";
 static const char stop_usage[] =
-	"usage: blkmirror stop [-f] [--timeout SECONDS] NAME...";
+	"usage: blkmirror stop [-f] [--timeout TIME] NAME...";
 static const char forget_usage[] = "usage: blkmirror forget [-f] NAME...";
 
 /* One line for a wrong option, exit 2. */
@@ -779,7 +779,7 @@ static double now_s(void)
 /* Asks the server to stop, then waits until it has released NAME.lock:
  * the NBD clients are gone, the components flushed, marked clean and
  * closed, the process exited. */
-static int stop_one(const char *name, bool force, unsigned timeout)
+static int stop_one(const char *name, bool force, double timeout)
 {
 	char **paths, reply[4096], what[128];
 	size_t n;
@@ -815,7 +815,7 @@ static int stop_one(const char *name, bool force, unsigned timeout)
 				p[3 + strcspn(p + 3, "\n")] = '\0';
 				phase = p + 3;
 			}
-			cli_fail("%s (pid %ld) has not stopped after %u s; it is still "
+			cli_fail("%s (pid %ld) has not stopped after %g s; it is still "
 			         "%s", name, (long)pid, timeout, phase);
 			free(p);
 			return 1;
@@ -846,9 +846,8 @@ int cmd_stop(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	unsigned long timeout = 60;
+	double timeout = 60;
 	bool force = false;
-	char *end;
 	int opt, rc = 0;
 
 	optind = 0;
@@ -857,13 +856,11 @@ int cmd_stop(int argc, char **argv)
 		switch (opt) {
 		case 'f': force = true; break;
 		case 't':
-			errno = 0;
-			timeout = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			if (parse_duration(optarg, &timeout) < 0 ||
 			    timeout > 86400)
-				return cli_usage("stop: --timeout '%s' is not a number "
-				                 "of seconds (0 to 86400, 0: no limit)",
-				                 optarg);
+				return cli_usage("stop: --timeout '%s' is not a time "
+				                 "from 0 (no limit) to 86400 s (e.g. 60, "
+				                 "1.5s, 500ms, 2min)", optarg);
 			break;
 		case 'h':
 			printf("%s\n"
@@ -871,7 +868,8 @@ int cmd_stop(int argc, char **argv)
 			       "connected (naming them) unless -f;\nthen waits until "
 			       "the server has drained, flushed, marked the labels "
 			       "clean and\nexited, and says \"NAME stopped cleanly\".  "
-			       "After --timeout SECONDS (default 60,\n0: no limit) it "
+			       "After --timeout TIME (seconds, or 1.5s,\n500ms, 2min; "
+			       "default 60, 0: no limit) it "
 			       "says what the server is still doing and exits 1.\n",
 			       stop_usage);
 			return 0;
@@ -886,7 +884,7 @@ int cmd_stop(int argc, char **argv)
 		for (int k = optind; k < i; k++)
 			again |= strcmp(argv[k], argv[i]) == 0;
 		if (!again)
-			rc |= stop_one(argv[i], force, (unsigned)timeout);
+			rc |= stop_one(argv[i], force, timeout);
 	}
 	return rc;
 }

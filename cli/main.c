@@ -120,7 +120,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "--help")) {
 		if (argc == 3 && argv[1][0] != '-' &&
-		    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+		    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") ||
+		     !strcmp(argv[2], "help"))) {
 			usage(stdout); /* help --help */
 			return 0;
 		}

@@ -45,9 +45,9 @@ expect_usage "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahe
 # numbers past 2^64 with a unit are refused, not wrapped to 0 (off);
 # seconds and counts take no unit
 expect_usage "readahead .* not a size"     bm serve m0 --socket "$T/s" --readahead 17179869184G
-expect_usage "io-timeout .* not a number of seconds" bm serve m0 --socket "$T/s" --io-timeout 18014398509481984K
-expect_usage "io-timeout .* not a number of seconds" bm serve m0 --socket "$T/s" --io-timeout 3K
-expect_usage "io-timeout .* not a number of seconds" bm configure --io-timeout 3K m0
+expect_usage "io-timeout .* not a whole number of seconds" bm serve m0 --socket "$T/s" --io-timeout 18014398509481984K
+expect_usage "io-timeout .* not a whole number of seconds" bm serve m0 --socket "$T/s" --io-timeout 3K
+expect_usage "io-timeout .* not a whole number of seconds" bm configure --io-timeout 3K m0
 expect_usage "read-errors .* not a count"  bm serve m0 --socket "$T/s" --read-errors 18014398509481984K
 expect_usage "max-connections .* not a count" bm serve m0 --socket "$T/s" --max-connections 1K
 expect_usage "sync-max .* not a rate"      bm configure --sync-max 17179869184G m0

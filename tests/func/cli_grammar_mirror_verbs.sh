@@ -14,7 +14,7 @@ done
 bm status --help | has "Exit status" || fail "status --help does not give the exit rule"
 expect_usage "serve: option --socket needs a value" bm serve m0 --socket
 expect_usage "stop: option --timeout needs a value" bm stop m0 --timeout
-expect_usage "stop: --timeout 'soon' is not a number" bm stop --timeout soon m0
+expect_usage "stop: --timeout 'soon' is not a time" bm stop --timeout soon m0
 expect_usage "usage: blkmirror list" bm list -x
 # Options after the name.
 "$BLKMIRROR" serve m0 >>"$T/m0.log" 2>&1 --socket "$T/m0.sock" &

@@ -28,4 +28,5 @@ done
 expect_usage "unknown verb 'nope'" bm help nope
 # help --help is help itself
 [ "$(bm help --help)" = "$out" ] || fail "help --help: $(bm help --help 2>&1)"
+[ "$(bm help help)" = "$out" ] || fail "help help: $(bm help help 2>&1)"
 echo ok

@@ -45,7 +45,7 @@ out=$(bm monitor --oneshot) || fail "--oneshot exited $?"
 [ -z "$out" ] || fail "oneshot of all said: $out"
 # usage errors: exit 2, one line; an unknown mirror: exit 1
 expect_usage "usage: blkmirror monitor" bm monitor --bogus
-expect_usage "interval '0' is not a number of seconds" bm monitor --interval 0 --oneshot
+expect_usage "interval '0' is not a time from 0.1s" bm monitor --interval 0 --oneshot
 expect_usage "interval 'x' is not" bm monitor --interval x
 expect_usage "needs a value" bm monitor --exec
 expect_usage "invalid mirror name" bm monitor --oneshot 'a/b'
