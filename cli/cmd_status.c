@@ -158,8 +158,11 @@ struct mirror_view {
  * after the status column. */
 static void parse_row(const char *line, size_t w, struct mirror_view *v)
 {
+	/* every state lib/status.c names (bm_comp_state_name; REMOVED
+	 * rows are not shown): a row with another is not parsed at all */
 	static const char *const states[] = {"ACTIVE", "SYNCHRONIZING", "FAILED",
-	                                     "ABSENT", "INACTIVE"};
+	                                     "DISCONNECTED", "ABSENT",
+	                                     "INACTIVE"};
 	struct comp_view *c;
 	const char *path, *best = NULL, *st = NULL;
 

@@ -55,6 +55,19 @@ void bm_set_why(struct bm_mirror *m, struct bm_component *c,
 	va_start(ap, fmt);
 	vsnprintf(c->why, sizeof(c->why), fmt, ap);
 	va_end(ap);
+	c->retry_why[0] = '\0'; /* (of the reason before) */
+	pthread_mutex_unlock(&m->info_lock);
+}
+
+void bm_set_retry_why(struct bm_mirror *m, struct bm_component *c,
+                      const char *err)
+{
+	pthread_mutex_lock(&m->info_lock);
+	if (strstr(c->why, err))
+		c->retry_why[0] = '\0';
+	else
+		snprintf(c->retry_why, sizeof(c->retry_why), "%s", err);
+	c->retry_why_ms = bm_now_ms();
 	pthread_mutex_unlock(&m->info_lock);
 }
 

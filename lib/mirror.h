@@ -219,6 +219,11 @@ struct bm_component {
 	                                   remove + insert bring it back */
 	int retry_delay_ms;             /* recover.c: backoff */
 	char why[256];                  /* info_lock: why absent or failed */
+	char retry_why[160];            /* info_lock: how the last attempt to
+	                                   bring it back failed, when that says
+	                                   something why does not ("" none);
+	                                   a new why clears it */
+	long long retry_why_ms;         /* info_lock: when (bm_now_ms) */
 	struct bm_comp_stats stats;
 	bool sync_ending;               /* meta_lock: its copy is done and its
 	                                   labels are being written: they say
@@ -530,6 +535,10 @@ bool bm_meta_recorded_locked(struct bm_mirror *m);
  * flush fails is failed out.  0 when every component left in service
  * flushed. */
 int bm_meta_flush_all_locked(struct bm_mirror *m);
+/* Records how an attempt to bring c back failed (status shows it after
+ * why, unless why already says it). */
+void bm_set_retry_why(struct bm_mirror *m, struct bm_component *c,
+                      const char *err);
 /* Sets a component's why[] (status shows it) under info_lock. */
 void bm_set_why(struct bm_mirror *m, struct bm_component *c,
                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));

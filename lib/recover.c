@@ -551,6 +551,10 @@ static void reconnect_due(struct bm_mirror *m)
 			bm_set_why(m, c, "its connection was gone; its server "
 			           "answers again, but it is not taken: %s",
 			           bm_last_error());
+		/* the reason it left stays; status adds how the tries end
+		 * now (its server refuses the connection, say) */
+		if (err != -EBUSY)
+			bm_set_retry_why(m, c, bm_last_error());
 		if (err == -EEXIST) {
 			/* refused (its why says why): tried again slowly, in
 			 * case it is set right */

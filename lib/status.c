@@ -44,6 +44,21 @@ static bool link_lost(struct bm_component *c)
 	       atomic_load(&c->link_dead);
 }
 
+/* info_lock held: "<prefix> 3 s ago: Connection refused", how the last
+ * attempt to bring c back ended when its why does not say it, or "". */
+static void retry_text(struct bm_component *c, const char *prefix,
+                       char *out, size_t len)
+{
+	long long ago;
+
+	out[0] = '\0';
+	if (!c->retry_why[0])
+		return;
+	ago = (bm_now_ms() - c->retry_why_ms) / 1000;
+	snprintf(out, len, "%s %lld s ago: %s", prefix, ago < 0 ? 0 : ago,
+	         c->retry_why);
+}
+
 int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -61,7 +76,7 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int s = atomic_load(&c->state);
-		char detail[320] = "";
+		char detail[512] = "";
 		if (s == BM_CS_REMOVED)
 			continue;
 		if (s == BM_CS_SYNCHRONIZING) {
@@ -70,7 +85,9 @@ int bm_mirror_status(bm_mirror *m, char *buf, size_t len)
 			detail[1] = ' ';
 			bm_sync_progress_text(m, i, detail + 2, sizeof(detail) - 2);
 		} else if (s != BM_CS_ACTIVE || link_lost(c)) {
-			snprintf(detail, sizeof(detail), ": %s", c->why);
+			char last[224];
+			retry_text(c, "; last try", last, sizeof(last));
+			snprintf(detail, sizeof(detail), ": %s%s", c->why, last);
 		}
 		APPEND("%-*s  %-8s  %s (%s%s)\n", w, shown ? "" : m->name,
 		       shown ? "" : (complete ? "COMPLETE" : "DEGRADED"), c->path,
@@ -169,7 +186,11 @@ int bm_mirror_list(bm_mirror *m, char *buf, size_t len)
 		}
 		if ((s != BM_CS_ACTIVE && s != BM_CS_SYNCHRONIZING) ||
 		    link_lost(c)) {
+			char last[224];
 			APPEND("   Reason: %s\n", c->why);
+			retry_text(c, "   Last try", last, sizeof(last));
+			if (last[0])
+				APPEND("%s\n", last);
 			if (s == BM_CS_ABSENT)
 				continue;
 		}
