@@ -929,6 +929,16 @@ static int refuse_in_use(const char *name, const char *path)
  */
 static int drop_unwritten(struct bm_mirror *m, const char *name, int err)
 {
+	/* refused before anything changes: no drop, no genid bump in the
+	 * labels that took the start's write (a copy's checkpoint kept) */
+	if (!bm_meta_recorded_locked(m))
+		return bm_error(err, "mirror '%s': cannot write labels: %s; no "
+		                "ACTIVE component took the start's label, so the "
+		                "mirror does not start", name, strerror(-err));
+	/* what clients will be told counts the ones left out here too: each
+	 * is taken back when it answers, which needs its block size to be
+	 * one the clients were told (bm_min_block_check) */
+	(void)bm_mirror_min_block(m);
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
 		int st = atomic_load(&c->state);
@@ -940,11 +950,14 @@ static int drop_unwritten(struct bm_mirror *m, const char *name, int err)
 			bm_meta_label_failed_locked(m, c, " at the start");
 		}
 	}
-	if (bm_meta_recorded_locked(m))
-		return 0;
-	return bm_error(err, "mirror '%s': cannot write labels: %s; nothing "
-	                "in service holds the start's label, so the mirror "
-	                "does not start", name, strerror(-err));
+	if (!bm_meta_recorded_locked(m))
+		return bm_error(err, "mirror '%s': cannot write labels: %s; no "
+		                "ACTIVE component took the start's label, so the "
+		                "mirror does not start", name, strerror(-err));
+	/* a drop's rewrite that failed on one and landed on another may have
+	 * said writes are refused: they are not, the start's label is held */
+	atomic_store(&m->meta_broken, false);
+	return 0;
 }
 
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
@@ -1086,12 +1099,22 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 	*out = m;
 	return 0;
 fail:
-	bm_recover_free(m);
 	bm_lease_stop(m, true);
 	bm_ra_destroy(m, -1);
-	for (int i = 0; i < m->ncomp; i++)
-		if (m->comp[i].be)
-			m->comp[i].be->ops->close(m->comp[i].be);
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		struct bm_backend *be = c->be;
+		if (!be)
+			continue;
+		/* a label write that timed out may still be outstanding:
+		 * end it, or close would wait for it (as bm_mirror_close) */
+		if ((c->label_stale || atomic_load(&c->inflight) > 0 ||
+		     atomic_load(&be->detached) > 0) && be->ops->abort)
+			be->ops->abort(be);
+		be->ops->close(be);
+	}
+	/* (after the lease threads: a drop there still kicks recovery) */
+	bm_recover_free(m);
 	bm_rangelock_destroy(&m->rl);
 	pthread_mutex_destroy(&m->meta_lock);
 	pthread_mutex_destroy(&m->live_lock);

@@ -19,7 +19,7 @@ done
 rc=0
 out=$(timeout 60 "$BLKMIRROR" serve m0 --socket "$T/m0.sock" --io-timeout 2 2>&1) || rc=$?
 [ $rc -eq 1 ] || fail "serve exited $rc, want 1: $out"
-has "mirror 'm0': cannot write labels: .*nothing in service holds the start's label, so the mirror does not start" <<<"$out" ||
+has "mirror 'm0': cannot write labels: .*no ACTIVE component took the start's label, so the mirror does not start" <<<"$out" ||
   fail "serve said: $out"
 [ ! -S "$T/m0.sock" ] || fail "a socket was left behind"
 for d in x y; do answer $d; done
