@@ -106,6 +106,7 @@ int cmd_list(int argc, char **argv);
 int cmd_configure(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
+int cmd_assemble(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_attach(int argc, char **argv);

@@ -77,6 +77,16 @@ int bm_label_probe(const char *path, char *name, size_t len);
 int bm_label_probe_opened(const char *path, char *name, size_t len,
                           bool *opened);
 
+/* Whether paths are the components of a mirror NAME that the state
+ * directory no longer records (after `forget -f`, or disks moved from
+ * another host), from their labels alone, nothing written: each carries
+ * NAME's label, one mirror id, no component twice; unless force, every
+ * component the newest label names is given and every one given is named
+ * (a missing one may hold the newest data).  0, or -errno with a one-line
+ * reason in bm_last_error(). */
+int bm_label_adopt_check(const char *name, const char *const *paths,
+                         size_t n, bool force);
+
 /* One-word state of a component from its label alone, for a mirror that is
  * not running: "clean", "dirty", "synchronizing 45%", or an error. */
 int bm_label_state(const char *path, const char *name, char *buf, size_t len);

@@ -595,6 +595,94 @@ int bm_label_probe(const char *path, char *name, size_t len)
 	return bm_label_probe_opened(path, name, len, NULL);
 }
 
+/* Which of a's and b's labels says the later history (genid, syncid,
+ * events, seq, in that order). */
+static bool label_later(const struct bm_label *a, const struct bm_label *b)
+{
+	if (a->genid != b->genid)
+		return a->genid > b->genid;
+	if (a->syncid != b->syncid)
+		return a->syncid > b->syncid;
+	if (a->events != b->events)
+		return a->events > b->events;
+	return a->seq > b->seq;
+}
+
+int bm_label_adopt_check(const char *name, const char *const *paths,
+                         size_t n, bool force)
+{
+	struct bm_label *l = calloc(n ? n : 1, sizeof(*l));
+	size_t ref = 0;
+	int err = 0;
+
+	if (!l)
+		return bm_error(ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && err == 0; i++) {
+		bool opened;
+		err = label_of_opened(paths[i], &l[i], &opened);
+		if (err < 0 && !opened)
+			err = bm_error(err, "%s; nothing was recorded",
+			               bm_last_error());
+		else if (err == -ENOENT)
+			err = bm_error(ENOENT, "%s carries no blkmirror label; "
+			               "nothing was recorded", paths[i]);
+		else if (err < 0)
+			err = bm_error(err, "%s: %s; nothing was recorded",
+			               paths[i], bm_last_error());
+		else if (strcmp(l[i].name, name) != 0)
+			err = bm_error(EINVAL, "%s carries the label of mirror "
+			               "'%s', not '%s'; nothing was recorded",
+			               paths[i], l[i].name, name);
+		else if (l[i].mirror_id != l[0].mirror_id)
+			err = bm_error(EINVAL, "%s and %s carry labels of two "
+			               "different mirrors named '%s' (ids %016llx "
+			               "and %016llx); give the components of one; "
+			               "nothing was recorded", paths[0], paths[i],
+			               name, (unsigned long long)l[0].mirror_id,
+			               (unsigned long long)l[i].mirror_id);
+		else if (label_later(&l[i], &l[ref]))
+			ref = i;
+	}
+	for (size_t i = 0; i < n && err == 0; i++)
+		for (size_t k = 0; k < i && err == 0; k++)
+			if (l[i].component_id == l[k].component_id)
+				err = bm_error(EINVAL, "%s and %s carry the label of "
+				               "one component (the same disk, or a "
+				               "copy of it); nothing was recorded",
+				               paths[k], paths[i]);
+	/* the newest label names the mirror's components as it knew them: a
+	 * component left out may hold the newest data, and one it does not
+	 * name has left the mirror (serve would start from what is given) */
+	for (int m = 0; m < BM_MAX_COMPONENTS && err == 0 && !force; m++) {
+		uint64_t id = l[ref].member_id[m];
+		bool given = false;
+		for (size_t i = 0; i < n && id; i++)
+			given |= l[i].component_id == id;
+		if (id && !given)
+			err = bm_error(ENOENT, "the newest label (on %s) names "
+			               "%u components and a component it names "
+			               "(id %016llx) was not given: it may hold the "
+			               "newest data; give every component, or -f to "
+			               "record the mirror without it; nothing was "
+			               "recorded", paths[ref], l[ref].ncomponents,
+			               (unsigned long long)id);
+	}
+	for (size_t i = 0; i < n && err == 0 && !force; i++) {
+		bool named = false, any = false;
+		for (int m = 0; m < BM_MAX_COMPONENTS; m++) {
+			any |= l[ref].member_id[m] != 0;
+			named |= l[ref].member_id[m] == l[i].component_id;
+		}
+		if (any && !named)
+			err = bm_error(EINVAL, "%s has left mirror '%s' (the newest "
+			               "label, on %s, does not name it): its data "
+			               "is older; leave it out, or -f; nothing was "
+			               "recorded", paths[i], name, paths[ref]);
+	}
+	free(l);
+	return err;
+}
+
 int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 {
 	struct bm_label l;

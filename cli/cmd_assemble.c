@@ -1,0 +1,122 @@
+/*
+ * blkmirror assemble NAME COMPONENT...: records a mirror that the state
+ * directory does not know, from the labels its components carry (after
+ * `forget -f`, or disks moved from another host), so that `serve NAME`
+ * starts it.  Nothing on the components is written: the labels are read
+ * (bm_label_adopt_check) and the record is written only when they agree
+ * that these are the mirror's components; serve's own assembly then
+ * decides the source, as after any stop.  mdadm --assemble in spirit, but
+ * it starts nothing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* How long the labels may take to answer (one that never does: an NBD
+ * export that hangs) before the verb gives up, changing nothing. */
+#define ASSEMBLE_WAIT_MS 10000
+
+/* 1 (said) when path is a component of another recorded mirror. */
+static int listed_elsewhere(const char *path)
+{
+	char **names, **paths;
+	size_t nn, np;
+	int found = 0;
+
+	if (state_list_mirrors(&names, &nn) < 0)
+		return 0;
+	for (size_t i = 0; i < nn && !found; i++) {
+		if (state_read_components(names[i], &paths, &np) < 0)
+			continue;
+		for (size_t k = 0; k < np && !found; k++)
+			if (strcmp(paths[k], path) == 0)
+				found = cli_fail("%s is a component of mirror '%s' in "
+				                 "the records; nothing was recorded",
+				                 path, names[i]);
+		state_free(paths, np);
+	}
+	state_free(names, nn);
+	return found;
+}
+
+int cmd_assemble(int argc, char **argv)
+{
+	char *paths[BM_MAX_COMPONENTS], **known, reply[64];
+	const char *name;
+	bool force = false;
+	size_t nknown;
+	int opt, n = 0, status, rc = 0;
+
+	bm_backend_set_sync_timeout_ms(ASSEMBLE_WAIT_MS);
+	optind = 0;
+	while ((opt = cli_getopt(argc, argv, "assemble", "f", NULL,
+	                         &status)) != -1) {
+		switch (opt) {
+		case 'f': force = true; break;
+		default: return status;
+		}
+	}
+	if (argc - optind < 2)
+		return cli_usage_of("assemble");
+	name = argv[optind++];
+	if (!bm_name_valid(name))
+		return cli_usage("invalid mirror name '%s': use 1 to %d of "
+		                 "letters, digits, '.', '_' and '-', not starting "
+		                 "with '.' or '-'", name, BM_NAME_MAX);
+	if (argc - optind > BM_MAX_COMPONENTS)
+		return cli_usage("a mirror has at most %d components",
+		                 BM_MAX_COMPONENTS);
+	for (int i = optind; i < argc; i++)
+		if (cli_check_path("assemble", argv[i]))
+			return EXIT_USAGE;
+	if (state_read_components(name, &known, &nknown) == 0) {
+		state_free(known, nknown);
+		return cli_fail("mirror '%s' is already recorded; 'blkmirror "
+		                "status %s' shows it", name, name);
+	}
+	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
+		return cli_fail("mirror '%s' is running; it is recorded by its "
+		                "server's host", name);
+	for (int i = optind; i < argc; i++) {
+		paths[n] = cli_canonical_path(argv[i]);
+		if (!paths[n]) {
+			rc = cli_fail("out of memory");
+			goto out;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < i; k++)
+			if (strcmp(paths[i], paths[k]) == 0) {
+				rc = cli_fail("%s is given twice; nothing was "
+				              "recorded", paths[i]);
+				goto out;
+			}
+		if (listed_elsewhere(paths[i])) {
+			rc = 1;
+			goto out;
+		}
+	}
+	if (bm_label_adopt_check(name, (const char *const *)paths, (size_t)n,
+	                         force) < 0) {
+		rc = cli_fail("assemble: %s", bm_last_error());
+		goto out;
+	}
+	int err = state_write_components(name, paths, (size_t)n);
+	if (err < 0) {
+		rc = cli_fail("cannot record mirror '%s' in %s: %s", name,
+		              state_dir(), strerror(-err));
+		goto out;
+	}
+	printf("%s: recorded with %d component%s from their labels; start it "
+	       "with 'blkmirror serve %s'\n", name, n, n == 1 ? "" : "s",
+	       name);
+out:
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	return rc;
+}
