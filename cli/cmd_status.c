@@ -944,10 +944,11 @@ static int forget_one(const char *name, bool force)
 			rc = cli_fail("cannot rewrite the record of '%s': %s", name,
 			              strerror(-r));
 		else
-			printf("%s: forgot %zu component%s that no longer carr%s its "
-			       "label; %zu left.\n", name, n - nkeep,
-			       n - nkeep == 1 ? "" : "s", n - nkeep == 1 ? "ies" : "y",
-			       nkeep);
+			printf("%s: forgot %zu component%s that %s gone or no "
+			       "longer carr%s its label; %zu left.\n", name,
+			       n - nkeep, n - nkeep == 1 ? "" : "s",
+			       n - nkeep == 1 ? "is" : "are",
+			       n - nkeep == 1 ? "ies" : "y", nkeep);
 	}
 	state_free(paths, n);
 	return rc;

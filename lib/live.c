@@ -877,6 +877,15 @@ static int clear_label(struct bm_mirror *m, const char *path,
 	return err;
 }
 
+/* A file or device path that no longer exists (an NBD URI is never
+ * "gone": its server may be down and come back with the label). */
+static bool file_gone(const char *path)
+{
+	struct stat st;
+
+	return !strstr(path, "://") && stat(path, &st) < 0 && errno == ENOENT;
+}
+
 #define REPORT(...)                                                        \
 	do {                                                               \
 		int n_ = snprintf(report + used, used < len ? len - used : 0, \
@@ -944,9 +953,15 @@ static size_t retire(struct bm_mirror *m, uint32_t mask, const uint64_t *ids,
 			               "%s'", c->path);
 		else if (clear && err < 0 && err != -ENODATA && err != -ESTALE)
 			err = clear_label(m, c->path, ids[i]); /* a fresh open */
-		if (!clear)
+		if (!clear && file_gone(c->path))
+			REPORT("%s: forgotten (%s); it is gone, so no label of "
+			       "it is left\n", c->path, bm_comp_state_name(was[i]));
+		else if (!clear)
 			REPORT("%s: forgotten (%s); its label stays, stale\n",
 			       c->path, bm_comp_state_name(was[i]));
+		else if (err < 0 && file_gone(c->path))
+			REPORT("%s: removed; it is gone, so no label of it is "
+			       "left\n", c->path);
 		else if (err == 0)
 			REPORT("%s: removed; its label is cleared\n", c->path);
 		else if (err == -ENODATA || err == -ESTALE)

@@ -1,7 +1,7 @@
 # forget on a running mirror drops the components that are not connected
 # (a component file deleted: DISCONNECTED), from the mirror and from the
-# state directory's list; their labels stay; a restart does not look for
-# them.  With every component connected there is nothing to forget.
+# state directory's list (forget says a deleted one is gone, not that its
+# label stays); a restart does not look for them.  With every component connected there is nothing to forget.
 . "$(dirname "$0")/lib.sh"
 mkimg 32 a b c
 bm label -n m0 "$T/a" "$T/b" "$T/c"
@@ -17,7 +17,7 @@ for _ in $(seq 1 100); do
 done
 grep -q "$T/c (DISCONNECTED" <<<"$out" || fail "c not DISCONNECTED after its file was deleted: $out"
 out=$(bm forget m0) || fail "forget failed"
-[ "$out" = "$T/c: forgotten (DISCONNECTED); its label stays, stale" ] || fail "forget said '$out'"
+[ "$out" = "$T/c: forgotten (DISCONNECTED); it is gone, so no label of it is left" ] || fail "forget said '$out'"
 out=$(bm status m0)
 grep -q "$T/c" <<<"$out" && fail "c still shown: $out"
 grep -q COMPLETE <<<"$out" || fail "not COMPLETE once c is forgotten: $out"
