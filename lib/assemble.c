@@ -88,6 +88,48 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
 	return 0;
 }
 
+/*
+ * A component that grew since its label was written (an LV extended, a
+ * file made longer, an export resized) keeps its label, lease and bitmap
+ * at its old end, where nothing looks (bm_label_offset of its new size).
+ * Given the sizes its label may have been written at (the sizes the
+ * mirror's other labels, or its own last one, record), this looks at each
+ * old end; a label found there that records that size as its own is the
+ * component's, and the component is used at that size from then on
+ * (be->size: its label, lease and bitmap where they are; the space it
+ * gained unused).  0 with *l, or -ENOENT (bm_last_error untouched).
+ */
+int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
+                        int n, struct bm_label *l)
+{
+	uint8_t *buf;
+
+	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		uint64_t h = sizes[i] & ~(uint64_t)4095;
+		struct bm_label found;
+		bool tried = false;
+		for (int k = 0; k < i; k++)
+			tried |= (sizes[k] & ~(uint64_t)4095) == h;
+		if (tried || h < BM_MIN_COMPONENT_SIZE ||
+		    bm_label_offset(h) >= bm_label_offset(be->size))
+			continue;
+		if (be->ops->pread_sync(be, buf, BM_LABEL_SIZE,
+		                        bm_label_offset(h)) < 0 ||
+		    bm_label_decode(buf, BM_LABEL_SIZE, &found) < 0 ||
+		    bm_label_offset(found.component_size) != bm_label_offset(h))
+			continue;
+		*l = found;
+		be->size = h;
+		free(buf);
+		bm_error_clear();
+		return 0;
+	}
+	free(buf);
+	return -ENOENT;
+}
+
 /* Finds one disk or file named twice, before anything is opened (the
  * second exclusive open would otherwise only say "in use"). */
 static int find_same(const char *const *paths, size_t n, size_t *a, size_t *b)
@@ -1048,6 +1090,47 @@ static int drop_unwritten(struct bm_mirror *m, const char *name, int err)
 	return 0;
 }
 
+/*
+ * The components in mask had no label at their end: each is looked for at
+ * the sizes the others' labels record (grown since it was labelled:
+ * bm_label_find_grown), and left out (ABSENT, the first reason kept) when
+ * it is not there either.  A mirror whose components all grew finds no
+ * size to look at: its components are left out (HACKING "Not done yet").
+ */
+static void find_grown(struct bm_mirror *m, const char *name, uint32_t mask)
+{
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	int n = 0;
+
+	for (int i = 0; i < m->ncomp; i++)
+		if (!(mask & (1u << i)) && m->comp[i].be &&
+		    atomic_load(&m->comp[i].state) != BM_CS_ABSENT &&
+		    m->comp[i].label.component_size)
+			sizes[n++] = m->comp[i].label.component_size;
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if (!(mask & (1u << i)))
+			continue;
+		uint64_t now = c->be->size;
+		if (bm_label_find_grown(c->be, sizes, n, &c->label) == 0 &&
+		    strcmp(c->label.name, name) == 0) {
+			c->label_seq_landed = c->label.seq;
+			c->why[0] = '\0';
+			fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64
+			        " to %" PRIu64 " bytes since it was labelled: its "
+			        "label is at its old end, and the mirror uses its "
+			        "first %" PRIu64 " bytes\n", name, c->path,
+			        c->be->size, now, c->be->size);
+			continue;
+		}
+		c->be->size = now; /* (not found: as it was) */
+		char why[sizeof(c->why)];
+		snprintf(why, sizeof(why), "%s", c->why);
+		absent(c, why);
+		fprintf(stderr, "blkmirror: %s: leaving out %s\n", name, why);
+	}
+}
+
 int bm_mirror_open(const char *name, const char *const *paths, size_t n,
                    bm_mirror **out)
 {
@@ -1073,6 +1156,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 {
 	struct bm_mirror *m;
 	int same_disk[BM_MAX_COMPONENTS];
+	uint32_t no_label = 0;
 	int err;
 
 	if (!bm_name_valid(name))
@@ -1131,6 +1215,13 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 			 * not there */
 			c->rejoin = err == -ETIMEDOUT;
 		}
+		if (err == -ENOENT && c->be) {
+			/* none at its end: it may have grown (looked at
+			 * once every label that can be read is) */
+			snprintf(c->why, sizeof(c->why), "%s", bm_last_error());
+			no_label |= 1u << i;
+			continue;
+		}
 		if (err == 0)
 			c->label_seq_landed = c->label.seq; /* (on its disk) */
 		if (err < 0) {
@@ -1139,6 +1230,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 			        bm_last_error());
 		}
 	}
+	find_grown(m, name, no_label);
 	/* Nothing is written before the leases say no other server holds
 	 * these components. */
 	uint32_t unreadable;

@@ -475,6 +475,11 @@ struct bm_mirror {
 /* assemble.c: a random nonzero id; the label of an open component. */
 uint64_t bm_random_id(void);
 int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
+/* A component grown since it was labelled: its label at one of its old
+ * ends (sizes[]: sizes its label may record); be->size becomes that
+ * size.  0, or -ENOENT (assemble.c). */
+int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
+                        int n, struct bm_label *l);
 /* live.c: the same, read with the mirror's io-timeout (a component that
  * connects and then does not answer holds no thread); -ETIMEDOUT then. */
 int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,

@@ -251,6 +251,32 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	if (err < 0)
 		return err;
 	err = bm_label_read_timeout(m, be, &l);
+	if (err == -ENOENT) {
+		/* none at its end: grown while away (an export resized),
+		 * its label at the end it had (its own last label's size
+		 * first, then the others') */
+		uint64_t sizes[BM_MAX_COMPONENTS + 1], was = be->size;
+		char msg[200];
+		int n = 0;
+		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+		sizes[n++] = c->label.component_size;
+		for (int i = 0; i < m->ncomp; i++)
+			if (m->comp[i].label.component_size)
+				sizes[n++] = m->comp[i].label.component_size;
+		pthread_mutex_unlock(&m->meta_lock);
+		if (bm_label_find_grown(be, sizes, n, &l) == 0) {
+			err = 0;
+			fprintf(stderr, "blkmirror: %s: %s grew from %llu to %llu "
+			        "bytes: its label is at its old end, and the "
+			        "mirror uses its first %llu bytes\n", m->name,
+			        c->path, (unsigned long long)be->size,
+			        (unsigned long long)was,
+			        (unsigned long long)be->size);
+		} else {
+			bm_error(ENOENT, "%s", msg);
+		}
+	}
 	if (err == -ENOENT || err == -EINVAL || err == -EPROTO) {
 		/* read, but no valid label there (wiped, written over):
 		 * refused, like another mirror's label */

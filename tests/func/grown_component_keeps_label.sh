@@ -1,0 +1,50 @@
+# A component that grew since it was labelled (a file made longer, an LV
+# extended, an NBD export resized) keeps its label, lease and bitmap at its
+# old end.  The start looks there (at the sizes the other labels record)
+# and takes it back at its old size instead of leaving it out ("has no
+# blkmirror label"); so does a reconnect of an NBD component whose export
+# grew while it was away.  Before, it was ABSENT at every start, and a
+# reconnect was refused "without its label".
+. "$(dirname "$0")/lib.sh"
+need qemu-io
+need nbdkit
+mkimg 32 a b r.img
+start_r() {
+  rm -f "$T/r.sock"
+  nbdkit -U "$T/r.sock" -P "$T/r.pid" file "$T/r.img" >>"$T/r.log" 2>&1
+  for _ in $(seq 1 100); do [ -s "$T/r.pid" ] && break; sleep 0.05; done
+  PIDS+=("$(cat "$T/r.pid")")
+}
+start_r
+R="nbd+unix:///?socket=$T/r.sock"
+bm label -n m0 "$T/a" "$T/b" "$R" >/dev/null
+serve m0
+qemu-io -f raw "$(uri m0)" -c 'write -P 0x47 1M 64k' >/dev/null || fail "write"
+stop m0
+truncate -s 48M "$T/b"
+serve m0
+has "$T/b grew from 33554432 to 50331648 bytes since it was labelled: its label is at its old end, and the mirror uses its first 33554432 bytes" "$T/m0.log" ||
+  fail "the log does not say b grew: $(cat "$T/m0.log")"
+out=$(bm status m0) || fail "not COMPLETE with b grown: $out"
+has "m0 *COMPLETE" <<<"$out" || fail "status: $out"
+has "$T/b (ACTIVE)" <<<"$out" || fail "b not ACTIVE: $out"
+qemu-io -f raw "$(uri m0)" -c 'write -P 0x48 2M 64k' >/dev/null || fail "write with b grown"
+
+# r's export grows while it is away: taken back when it answers
+kill -9 "$(cat "$T/r.pid")"; rm -f "$T/r.pid"
+qemu-io -f raw "$(uri m0)" -c 'write -P 0x49 3M 64k' >/dev/null || fail "write while r is away"
+wait_status m0 "r.sock (DISCONNECTED" 30
+truncate -s 40M "$T/r.img"
+start_r
+wait_complete m0
+has "r.sock grew from 33554432 to 41943040 bytes: its label is at its old end" "$T/m0.log" ||
+  fail "the log does not say r grew: $(tail -5 "$T/m0.log")"
+stop m0
+for f in b r.img; do
+  cmp -n $((30 * MIB)) "$T/a" "$T/$f" || fail "$f does not hold the mirror's data"
+done
+# the labels stayed where they were: the next start takes both again
+serve m0
+out=$(bm status m0) || fail "second start: $out"
+has "m0 *COMPLETE" <<<"$out" || fail "status after the second start: $out"
+stop m0
