@@ -62,8 +62,10 @@ int parse_duration(const char *s, double *seconds)
 	if (!s || !((*s >= '0' && *s <= '9') || *s == '.') ||
 	    strpbrk(s, "xXpPeE"))
 		return -EINVAL;
+	errno = 0;
 	v = strtod(s, &end);
-	if (end == s || !(v >= 0 && v <= 1e9))
+	/* (ERANGE: a fraction so small it became 0, which means "never") */
+	if (end == s || errno == ERANGE || !(v >= 0 && v <= 1e9))
 		return -EINVAL;
 	if (strcmp(end, "ms") == 0)
 		v /= 1000;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -20,23 +21,42 @@
  * export that hangs) before the verb gives up, changing nothing. */
 #define ASSEMBLE_WAIT_MS 10000
 
-/* 1 (said) when path is a component of another recorded mirror. */
+/* Whether a and b name one disk: the same URI, or the same file or
+ * device however it is reached (a symlink, a hard link, another name). */
+static bool same_disk(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (strstr(a, "://") || strstr(b, "://") || stat(a, &sa) < 0 ||
+	    stat(b, &sb) < 0)
+		return false;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* 1 (said) when path is a component of another recorded mirror, or the
+ * records cannot be read to tell. */
 static int listed_elsewhere(const char *path)
 {
 	char **names, **paths;
 	size_t nn, np;
-	int found = 0;
+	int found = 0, err = state_list_mirrors(&names, &nn);
 
-	if (state_list_mirrors(&names, &nn) < 0)
-		return 0;
+	if (err < 0)
+		return cli_fail("cannot read the records in %s: %s; nothing was "
+		                "recorded", state_dir(), strerror(-err));
 	for (size_t i = 0; i < nn && !found; i++) {
 		if (state_read_components(names[i], &paths, &np) < 0)
 			continue;
 		for (size_t k = 0; k < np && !found; k++)
-			if (strcmp(paths[k], path) == 0)
+			if (same_disk(paths[k], path))
 				found = cli_fail("%s is a component of mirror '%s' in "
-				                 "the records; nothing was recorded",
-				                 path, names[i]);
+				                 "the records (as %s); nothing was "
+				                 "recorded: 'blkmirror status %s' shows "
+				                 "it", path, names[i], paths[k], names[i]);
 		state_free(paths, np);
 	}
 	state_free(names, nn);
@@ -73,14 +93,17 @@ int cmd_assemble(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (cli_check_path("assemble", argv[i]))
 			return EXIT_USAGE;
-	if (state_read_components(name, &known, &nknown) == 0) {
+	int r = state_read_components(name, &known, &nknown);
+	if (r == 0) {
 		state_free(known, nknown);
 		return cli_fail("mirror '%s' is already recorded; 'blkmirror "
 		                "status %s' shows it", name, name);
 	}
+	if (r != -ENOENT)
+		return cli_fail("cannot read the record of '%s' in %s: %s", name,
+		                state_dir(), strerror(-r));
 	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
-		return cli_fail("mirror '%s' is running; it is recorded by its "
-		                "server's host", name);
+		return cli_fail("mirror '%s' is running; stop it first", name);
 	for (int i = optind; i < argc; i++) {
 		paths[n] = cli_canonical_path(argv[i]);
 		if (!paths[n]) {
@@ -115,6 +138,11 @@ int cmd_assemble(int argc, char **argv)
 	printf("%s: recorded with %d component%s from their labels; start it "
 	       "with 'blkmirror serve %s'\n", name, n, n == 1 ? "" : "s",
 	       name);
+	/* recorded all the same: serve --force-source needs the record */
+	char why[1024];
+	if (bm_assembly_preview(name, (const char *const *)paths, (size_t)n,
+	                        NULL, why, sizeof(why)) == 1)
+		printf("Note: serve refuses to start it as it is: %s\n", why);
 out:
 	for (int i = 0; i < n; i++)
 		free(paths[i]);

@@ -660,17 +660,24 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 	if (!l)
 		return bm_error(ENOMEM, "out of memory");
 	for (size_t i = 0; i < n && err == 0; i++) {
-		bool opened;
-		err = label_of_opened(paths[i], &l[i], &opened);
-		if (err < 0 && !opened)
-			err = bm_error(err, "%s; nothing was recorded",
-			               bm_last_error());
-		else if (err == -ENOENT)
+		struct bm_backend *be;
+		bool opened = false;
+		err = bm_backend_open(paths[i], false, &be);
+		if (err == 0) {
+			opened = true;
+			err = bm_label_read_be(be, &l[i]);
+			/* a server elsewhere (another host) that serves it now:
+			 * recorded here, it would be refused at the start */
+			if (err == 0)
+				err = bm_lease_check_free(be);
+			be->ops->close(be);
+		}
+		if (err == -ENOENT && opened)
 			err = bm_error(ENOENT, "%s carries no blkmirror label; "
 			               "nothing was recorded", paths[i]);
-		else if (err < 0)
-			err = bm_error(err, "%s: %s; nothing was recorded",
-			               paths[i], bm_last_error());
+		else if (err < 0) /* (the message names the path) */
+			err = bm_error(err, "%s; nothing was recorded",
+			               bm_last_error());
 		else if (strcmp(l[i].name, name) != 0)
 			err = bm_error(EINVAL, "%s carries the label of mirror "
 			               "'%s', not '%s'; nothing was recorded",
@@ -695,27 +702,36 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 	/* the newest label names the mirror's components as it knew them: a
 	 * component left out may hold the newest data, and one it does not
 	 * name has left the mirror (serve would start from what is given) */
+	int named = 0;
+	for (int m = 0; m < BM_MAX_COMPONENTS; m++)
+		named += l[ref].member_id[m] != 0;
 	for (int m = 0; m < BM_MAX_COMPONENTS && err == 0 && !force; m++) {
 		uint64_t id = l[ref].member_id[m];
 		bool given = false;
 		for (size_t i = 0; i < n && id; i++)
 			given |= l[i].component_id == id;
 		if (id && !given)
-			err = bm_error(ENOENT, "the newest label (on %s) names "
-			               "%u components and a component it names "
-			               "(id %016llx) was not given: it may hold the "
-			               "newest data; give every component, or -f to "
-			               "record the mirror without it; nothing was "
-			               "recorded", paths[ref], l[ref].ncomponents,
-			               (unsigned long long)id);
+			err = bm_error(ENOENT, "the newest label (on %s) names %d "
+			               "components and one of them (component id "
+			               "%016llx; 'blkmirror dump DISK' shows a disk's) "
+			               "was not given: it may hold the newest data; "
+			               "give every component, or -f to record the "
+			               "mirror without it; nothing was recorded",
+			               paths[ref], named, (unsigned long long)id);
 	}
+	/* a version 1 label names none: its count of components decides */
+	if (err == 0 && !force && named == 0 && n < l[ref].ncomponents)
+		err = bm_error(ENOENT, "the newest label (on %s) says the mirror "
+		               "has %u components and %zu were given: a missing "
+		               "one may hold the newest data; give every "
+		               "component, or -f to record the mirror without "
+		               "it; nothing was recorded", paths[ref],
+		               l[ref].ncomponents, n);
 	for (size_t i = 0; i < n && err == 0 && !force; i++) {
-		bool named = false, any = false;
-		for (int m = 0; m < BM_MAX_COMPONENTS; m++) {
-			any |= l[ref].member_id[m] != 0;
-			named |= l[ref].member_id[m] == l[i].component_id;
-		}
-		if (any && !named)
+		bool listed = false;
+		for (int m = 0; m < BM_MAX_COMPONENTS; m++)
+			listed |= l[ref].member_id[m] == l[i].component_id;
+		if (named && !listed)
 			err = bm_error(EINVAL, "%s has left mirror '%s' (the newest "
 			               "label, on %s, does not name it): its data "
 			               "is older; leave it out, or -f; nothing was "

@@ -24,7 +24,11 @@ cp "$T/b" "$T/b.copy"
 expect_error "carry the label of one component \(the same disk, or a copy of it\)" \
   bm assemble m0 "$T/a" "$T/b" "$T/b.copy"
 rm -f "$T/b.copy"
-expect_error "$T/o1 is a component of mirror 'other' in the records" bm assemble m0 "$T/a" "$T/o1"
+expect_error "$T/o1 is a component of mirror 'other' in the records \(as $T/o1\); nothing was recorded: 'blkmirror status other' shows it" bm assemble m0 "$T/a" "$T/o1"
+# the same disk under another name (a symlink, a hard link) is the same
+ln -s "$T/o1" "$T/o1.link"; ln "$T/o2" "$T/o2.hard"
+expect_error "$T/o1 is a component of mirror 'other' in the records" bm assemble m0 "$T/a" "$T/o1.link"
+expect_error "$T/o2.hard is a component of mirror 'other' in the records \(as $T/o2\)" bm assemble m0 "$T/a" "$T/o2.hard"
 expect_error "mirror 'other' is already recorded" bm assemble other "$T/o1" "$T/o2"
 bm forget -f other >/dev/null
 expect_error "$T/o1 carries the label of mirror 'other', not 'm0'" bm assemble m0 "$T/a" "$T/o1"
@@ -35,7 +39,7 @@ mkdir -p "$T/st2"
 BLKMIRROR_STATE_DIR=$T/st2 "$BLKMIRROR" label -n m0 "$T/x1" "$T/x2" >/dev/null || fail "second m0"
 expect_error "$T/a and $T/x1 carry labels of two different mirrors named 'm0'" bm assemble m0 "$T/a" "$T/x1"
 # b left out: refused without -f, recorded with it
-expect_error "the newest label \(on $T/a\) names 2 components and a component it names \(id [0-9a-f]+\) was not given: it may hold the newest data; give every component, or -f" \
+expect_error "the newest label \(on $T/a\) names 2 components and one of them \(component id [0-9a-f]+; 'blkmirror dump DISK' shows a disk's\) was not given: it may hold the newest data; give every component, or -f" \
   bm assemble m0 "$T/a"
 [ "$(sums)" = "$before" ] || fail "a refused assemble wrote on a component"
 expect_error "no mirror named 'm0'" bm status m0

@@ -28,7 +28,7 @@ done
 rc=0; st=$(bm status m0) || rc=$?
 [ $rc -eq 2 ] || fail "status exited $rc while the only component is away: $st"
 has "m0 *DEGRADED" <<<"$st" || fail "status: $st"
-has "b.disk.sock (ACTIVE: its connection is gone (.*); connecting again when its server answers)" <<<"$st" ||
+has -E "b.disk.sock \(ACTIVE: its connection is gone \(.*\); connecting again when its server answers(; last try [0-9]+ s ago: .*)?\)" <<<"$st" ||
   fail "status does not say why: $st"
 lst=$(bm list m0)
 has "Reason: its connection is gone" <<<"$lst" || fail "list: $lst"
