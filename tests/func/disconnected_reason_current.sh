@@ -7,33 +7,27 @@
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 mkimg 32 a r.img
-start_r() {
-  rm -f "$T/r.sock"
-  nbdkit -U "$T/r.sock" -P "$T/r.pid" file "$T/r.img" >>"$T/r.log" 2>&1
-  for _ in $(seq 1 100); do [ -s "$T/r.pid" ] && break; sleep 0.05; done
-  PIDS+=("$(cat "$T/r.pid")")
-}
-start_r
-bm label -n m0 "$T/a" "nbd+unix:///?socket=$T/r.sock" >/dev/null
+filedisk r "$T/r.img"
+bm label -n m0 "$T/a" "$(disk_uri r)" >/dev/null
 serve m0
-kill -9 "$(cat "$T/r.pid")"; rm -f "$T/r.pid" "$T/r.sock"
+disk_kill r; rm -f "$T/r.disk.sock"
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x32 1M 1M' >/dev/null || fail "write after r died"
 out=
 for _ in $(seq 1 100); do
   out=$(bm status m0) || true
-  has -E "r.sock \(DISCONNECTED: .*; last try [0-9]+ s ago: " <<<"$out" && break
+  has -E "r.disk.sock \(DISCONNECTED: .*; last try [0-9]+ s ago: " <<<"$out" && break
   sleep 0.1
 done
 echo "$out"
-has -E "r.sock \(DISCONNECTED: .*; last try [0-9]+ s ago: .*r.sock.*(No such file|not found|cannot connect)" <<<"$out" ||
+has -E "r.disk.sock \(DISCONNECTED: .*; last try [0-9]+ s ago: .*r.disk.sock.*(No such file|not found|cannot connect)" <<<"$out" ||
   fail "status does not say how the reconnects end: $out"
 out=$(bm list m0) || true
 has -E "Last try [0-9]+ s ago: " <<<"$out" || fail "list does not say how the reconnects end: $out"
 out=$(bm status --json m0) || true
 # (before, --json left a DISCONNECTED component out altogether)
-has -E '"path": "[^"]*r.sock", "state": "DISCONNECTED", .*"reason": ".*; last try' <<<"$out" ||
+has -E '"path": "[^"]*r.disk.sock", "state": "DISCONNECTED", .*"reason": ".*; last try' <<<"$out" ||
   fail "status --json: $out"
-start_r
+filedisk r "$T/r.img"
 wait_complete m0
 out=$(bm status m0) || true
 has "last try" <<<"$out" && fail "the last try outlived the reconnect: $out"

@@ -9,14 +9,8 @@
 need qemu-io
 need nbdkit
 mkimg 32 a b r.img
-start_r() {
-  rm -f "$T/r.sock"
-  nbdkit -U "$T/r.sock" -P "$T/r.pid" file "$T/r.img" >>"$T/r.log" 2>&1
-  for _ in $(seq 1 100); do [ -s "$T/r.pid" ] && break; sleep 0.05; done
-  PIDS+=("$(cat "$T/r.pid")")
-}
-start_r
-R="nbd+unix:///?socket=$T/r.sock"
+filedisk r "$T/r.img"
+R="$(disk_uri r)"
 bm label -n m0 "$T/a" "$T/b" "$R" >/dev/null
 serve m0
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x47 1M 64k' >/dev/null || fail "write"
@@ -31,13 +25,13 @@ has "$T/b (ACTIVE)" <<<"$out" || fail "b not ACTIVE: $out"
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x48 2M 64k' >/dev/null || fail "write with b grown"
 
 # r's export grows while it is away: taken back when it answers
-kill -9 "$(cat "$T/r.pid")"; rm -f "$T/r.pid"
+disk_kill r
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x49 3M 64k' >/dev/null || fail "write while r is away"
-wait_status m0 "r.sock (DISCONNECTED" 30
+wait_status m0 "r.disk.sock (DISCONNECTED" 30
 truncate -s 40M "$T/r.img"
-start_r
+filedisk r "$T/r.img"
 wait_complete m0
-has "r.sock grew from 33554432 to 41943040 bytes: its label is at its old end" "$T/m0.log" ||
+has "r.disk.sock grew from 33554432 to 41943040 bytes: its label is at its old end" "$T/m0.log" ||
   fail "the log does not say r grew: $(tail -5 "$T/m0.log")"
 stop m0
 for f in b r.img; do
