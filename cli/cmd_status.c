@@ -240,7 +240,8 @@ static void offline_view(char **paths, size_t n, struct mirror_view *v,
 	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++) {
 		struct comp_view *c = &v->comp[v->n++];
 		char *d = details[i];
-		bm_label_state(paths[i], v->name, d, 600);
+		bm_label_state_in(paths[i], v->name, (const char *const *)paths, n, d,
+		                  600);
 		snprintf(c->path, sizeof(c->path), "%s", paths[i]);
 		c->sync_pct = -1;
 		c->sync_mib_s = -1;

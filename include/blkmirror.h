@@ -90,6 +90,12 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 /* One-word state of a component from its label alone, for a mirror that is
  * not running: "clean", "dirty", "synchronizing 45%", or an error. */
 int bm_label_state(const char *path, const char *name, char *buf, size_t len);
+/* The same for path among all[0..n), the mirror's components: one that
+ * grew since it was labelled is found at its old end, as serve finds it
+ * ("clean, ...; grown to N bytes, its label at its old end (M)"). */
+int bm_label_state_in(const char *path, const char *name,
+                      const char *const *all, size_t n, char *buf,
+                      size_t len);
 
 /* Zeroes the label of one component.  Returns -ENOENT if it had none. */
 int bm_label_clear(const char *path);

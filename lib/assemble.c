@@ -564,6 +564,8 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 	return r;
 }
 
+static int label_of(const char *path, struct bm_label *l);
+
 int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
                         const bool *skip, char *buf, size_t len)
 {
@@ -579,7 +581,17 @@ int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
 		in[k].same_disk_as = -1;
 		if ((skip && skip[i]) || bm_backend_open(paths[i], false, &be) < 0)
 			continue;
-		if (bm_label_read_be(be, &in[k].label) == 0) {
+		int lr = bm_label_read_be(be, &in[k].label);
+		if (lr == -ENOENT) { /* grown? as the start looks (find_grown) */
+			uint64_t sizes[BM_MAX_COMPONENTS];
+			struct bm_label o;
+			int ns = 0;
+			for (size_t j = 0; j < n && ns < BM_MAX_COMPONENTS; j++)
+				if (j != i && label_of(paths[j], &o) == 0)
+					sizes[ns++] = o.component_size;
+			lr = bm_label_find_grown(be, sizes, ns, &in[k].label);
+		}
+		if (lr == 0) {
 			in[k].present = true;
 			in[k].data_area = bm_data_area(be->size);
 			in[k].clear_seq = bm_bitmap_clear_seq_of(be, &in[k].label);
@@ -741,6 +753,85 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 	return err;
 }
 
+/* "clean, genid 3, syncid 1", "synchronizing 45%, ...", "inactive, ..." */
+static void label_state_text(const struct bm_label *l, char *buf, size_t len)
+{
+	if (l->component_flags & BM_CF_INACTIVE)
+		snprintf(buf, len, "inactive, genid %" PRIu64 ", syncid %" PRIu64,
+		         l->genid, l->syncid);
+	else if (l->component_flags & BM_CF_SYNCHRONIZING)
+		snprintf(buf, len, "synchronizing %d%%, genid %" PRIu64
+		         ", syncid %" PRIu64, (int)(l->sync_offset * 100 /
+		         l->data_size), l->genid, l->syncid);
+	else
+		snprintf(buf, len, "%s, genid %" PRIu64 ", syncid %" PRIu64,
+		         (l->component_flags & BM_CF_DIRTY) ? "dirty" : "clean",
+		         l->genid, l->syncid);
+}
+
+/*
+ * The label of path, one of a mirror's components (all[0..n)), also when
+ * it grew since it was labelled: looked for at its old end, at the sizes
+ * the others' labels record, as the start does (find_grown).  *grown_from:
+ * its size now when it was found so (else 0).
+ */
+static int label_of_member(const char *path, const char *const *all,
+                           size_t n, struct bm_label *l, uint64_t *grown_from)
+{
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	struct bm_backend *be;
+	struct bm_label o;
+	bool opened;
+	int k = 0, err = label_of_opened(path, l, &opened);
+
+	*grown_from = 0;
+	if (err != -ENOENT || !opened)
+		return err;
+	char msg[400];
+	snprintf(msg, sizeof(msg), "%s", bm_last_error());
+	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++)
+		if (strcmp(all[i], path) != 0 && label_of(all[i], &o) == 0)
+			sizes[k++] = o.component_size;
+	if (k && bm_backend_open(path, false, &be) == 0) {
+		uint64_t now = be->size;
+		if (bm_label_find_grown(be, sizes, k, l) == 0) {
+			*grown_from = now;
+			be->ops->close(be);
+			return 0;
+		}
+		be->ops->close(be);
+	}
+	return bm_error(ENOENT, "%s", msg);
+}
+
+int bm_label_state_in(const char *path, const char *name,
+                      const char *const *all, size_t n, char *buf,
+                      size_t len)
+{
+	struct bm_label l;
+	uint64_t grown_from;
+	int err = label_of_member(path, all, n, &l, &grown_from);
+
+	if (err == 0 && grown_from && strcmp(l.name, name) == 0) {
+		char rest[300];
+		label_state_text(&l, rest, sizeof(rest));
+		snprintf(buf, len, "%s; grown to %" PRIu64 " bytes, its label "
+		         "at its old end (%" PRIu64 ")", rest, grown_from,
+		         l.component_size);
+		return 0;
+	}
+	if (err < 0) {
+		snprintf(buf, len, "ABSENT: %s", bm_last_error());
+		return err;
+	}
+	if (strcmp(l.name, name) != 0) {
+		snprintf(buf, len, "ABSENT: belongs to mirror '%s'", l.name);
+		return 0;
+	}
+	label_state_text(&l, buf, len);
+	return 0;
+}
+
 int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 {
 	struct bm_label l;
@@ -750,17 +841,8 @@ int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 		snprintf(buf, len, "ABSENT: %s", bm_last_error());
 	else if (strcmp(l.name, name) != 0)
 		snprintf(buf, len, "ABSENT: belongs to mirror '%s'", l.name);
-	else if (l.component_flags & BM_CF_INACTIVE)
-		snprintf(buf, len, "inactive, genid %" PRIu64 ", syncid %" PRIu64,
-		         l.genid, l.syncid);
-	else if (l.component_flags & BM_CF_SYNCHRONIZING)
-		snprintf(buf, len, "synchronizing %d%%, genid %" PRIu64
-		         ", syncid %" PRIu64, (int)(l.sync_offset * 100 /
-		         l.data_size), l.genid, l.syncid);
 	else
-		snprintf(buf, len, "%s, genid %" PRIu64 ", syncid %" PRIu64,
-		         (l.component_flags & BM_CF_DIRTY) ? "dirty" : "clean",
-		         l.genid, l.syncid);
+		label_state_text(&l, buf, len);
 	return err;
 }
 

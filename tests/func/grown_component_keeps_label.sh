@@ -4,7 +4,8 @@
 # and takes it back at its old size instead of leaving it out ("has no
 # blkmirror label"); so does a reconnect of an NBD component whose export
 # grew while it was away.  Before, it was ABSENT at every start, and a
-# reconnect was refused "without its label".
+# reconnect was refused "without its label".  status of the stopped
+# mirror shows it as serve finds it.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 need nbdkit
@@ -16,6 +17,11 @@ serve m0
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x47 1M 64k' >/dev/null || fail "write"
 stop m0
 truncate -s 48M "$T/b"
+# status of the stopped mirror finds it as serve will
+out=$(bm status m0) || true
+has "$T/b (clean, genid [0-9]*, syncid [0-9]*; grown to 50331648 bytes, its label at its old end (33554432))" <<<"$out" ||
+  fail "status of the stopped mirror: $out"
+has "Note" <<<"$out" && fail "status says serve would refuse: $out"
 serve m0
 has "$T/b grew from 33554432 to 50331648 bytes since it was labelled: its label is at its old end, and the mirror uses its first 33554432 bytes" "$T/m0.log" ||
   fail "the log does not say b grew: $(cat "$T/m0.log")"
