@@ -97,37 +97,64 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
  * old end; a label found there that records that size as its own is the
  * component's, and the component is used at that size from then on
  * (be->size: its label, lease and bitmap where they are; the space it
- * gained unused).  0 with *l, or -ENOENT (bm_last_error untouched).
+ * gained unused; be->dev_size keeps what it is).  Every candidate is
+ * read: labels at two old ends (one of them stale) are not told apart.
+ * 0 with *l; -ENOENT when none is there (bm_last_error not meaningful);
+ * -EEXIST for two; the read's error (-ETIMEDOUT: it did not answer within
+ * timeout_ms, or the process's deadline when 0).
  */
 int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
-                        int n, struct bm_label *l)
+                        int n, struct bm_label *l, long timeout_ms)
 {
+	uint64_t at = 0;
 	uint8_t *buf;
+	int err = 0;
 
 	if (posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE))
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		uint64_t h = sizes[i] & ~(uint64_t)4095;
+		return bm_error(ENOMEM, "out of memory");
+	for (int i = 0; i < n && err == 0; i++) {
+		uint64_t h = sizes[i] & ~(uint64_t)4095, off = bm_label_offset(h);
 		struct bm_label found;
 		bool tried = false;
 		for (int k = 0; k < i; k++)
 			tried |= (sizes[k] & ~(uint64_t)4095) == h;
 		if (tried || h < BM_MIN_COMPONENT_SIZE ||
-		    bm_label_offset(h) >= bm_label_offset(be->size))
+		    off >= bm_label_offset(be->size))
 			continue;
-		if (be->ops->pread_sync(be, buf, BM_LABEL_SIZE,
-		                        bm_label_offset(h)) < 0 ||
-		    bm_label_decode(buf, BM_LABEL_SIZE, &found) < 0 ||
-		    bm_label_offset(found.component_size) != bm_label_offset(h))
+		err = timeout_ms > 0
+		      ? bm_backend_io_wait_timeout(be, BM_BOP_READ, buf,
+		                                   BM_LABEL_SIZE, off, 0, timeout_ms)
+		      : be->ops->pread_sync(be, buf, BM_LABEL_SIZE, off);
+		if (err < 0) {
+			err = bm_error(err, "%s: has no blkmirror label at its end, "
+			               "and where it was when it was %" PRIu64 " bytes "
+			               "cannot be read: %s", be->path, h,
+			               strerror(-err));
+			break;
+		}
+		if (bm_label_decode(buf, BM_LABEL_SIZE, &found) < 0 ||
+		    bm_label_offset(found.component_size) != off)
 			continue;
-		*l = found;
-		be->size = h;
-		free(buf);
-		bm_error_clear();
-		return 0;
+		if (at)
+			err = bm_error(EEXIST, "%s: has no blkmirror label at its "
+			               "end, and labels at two of its old ends (when "
+			               "it was %" PRIu64 " and %" PRIu64 " bytes): "
+			               "which is its own cannot be told; shrink it "
+			               "back to its size when it was labelled", be->path,
+			               at, h);
+		else {
+			*l = found;
+			at = h;
+		}
 	}
 	free(buf);
-	return -ENOENT;
+	if (err < 0)
+		return err;
+	if (!at)
+		return -ENOENT;
+	be->size = at;
+	bm_error_clear();
+	return 0;
 }
 
 /* Finds one disk or file named twice, before anything is opened (the
@@ -589,7 +616,7 @@ int bm_assembly_preview(const char *name, const char *const *paths, size_t n,
 			for (size_t j = 0; j < n && ns < BM_MAX_COMPONENTS; j++)
 				if (j != i && label_of(paths[j], &o) == 0)
 					sizes[ns++] = o.component_size;
-			lr = bm_label_find_grown(be, sizes, ns, &in[k].label);
+			lr = bm_label_find_grown(be, sizes, ns, &in[k].label, 0);
 		}
 		if (lr == 0) {
 			in[k].present = true;
@@ -794,7 +821,7 @@ static int label_of_member(const char *path, const char *const *all,
 			sizes[k++] = o.component_size;
 	if (k && bm_backend_open(path, false, &be) == 0) {
 		uint64_t now = be->size;
-		if (bm_label_find_grown(be, sizes, k, l) == 0) {
+		if (bm_label_find_grown(be, sizes, k, l, 0) == 0) {
 			*grown_from = now;
 			be->ops->close(be);
 			return 0;
@@ -1188,6 +1215,26 @@ static int drop_unwritten(struct bm_mirror *m, const char *name, int err)
 	return 0;
 }
 
+/* Whether id is a component of the mirror as the labels read at the start
+ * (those not in mask) name them; true when none names any (version 1). */
+static bool named_by_members(struct bm_mirror *m, uint32_t mask, uint64_t id)
+{
+	bool any = false;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		struct bm_component *c = &m->comp[i];
+		if ((mask & (1u << i)) || !c->be ||
+		    atomic_load(&c->state) == BM_CS_ABSENT)
+			continue;
+		for (int k = 0; k < BM_MAX_COMPONENTS; k++) {
+			any |= c->label.member_id[k] != 0;
+			if (c->label.member_id[k] == id)
+				return true;
+		}
+	}
+	return !any;
+}
+
 /*
  * The components in mask had no label at their end: each is looked for at
  * the sizes the others' labels record (grown since it was labelled:
@@ -1207,11 +1254,15 @@ static void find_grown(struct bm_mirror *m, const char *name, uint32_t mask)
 			sizes[n++] = m->comp[i].label.component_size;
 	for (int i = 0; i < m->ncomp; i++) {
 		struct bm_component *c = &m->comp[i];
+		struct bm_label found;
+		char why[sizeof(c->why)];
 		if (!(mask & (1u << i)))
 			continue;
 		uint64_t now = c->be->size;
-		if (bm_label_find_grown(c->be, sizes, n, &c->label) == 0 &&
-		    strcmp(c->label.name, name) == 0) {
+		int err = bm_label_find_grown(c->be, sizes, n, &found, 0);
+		if (err == 0 && strcmp(found.name, name) == 0 &&
+		    named_by_members(m, mask, found.component_id)) {
+			c->label = found;
 			c->label_seq_landed = c->label.seq;
 			c->why[0] = '\0';
 			fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64
@@ -1221,9 +1272,14 @@ static void find_grown(struct bm_mirror *m, const char *name, uint32_t mask)
 			        c->be->size, now, c->be->size);
 			continue;
 		}
-		c->be->size = now; /* (not found: as it was) */
-		char why[sizeof(c->why)];
-		snprintf(why, sizeof(why), "%s", c->why);
+		c->be->size = now; /* (not taken: as it is) */
+		if (err == 0) /* (another mirror's, or a member's that left) */
+			err = -ENOENT;
+		/* one that does not answer there is tried again while the
+		 * mirror runs, as one whose label read timed out */
+		c->rejoin = err == -ETIMEDOUT;
+		snprintf(why, sizeof(why), "%s", err == -ENOENT ? c->why
+		                                                  : bm_last_error());
 		absent(c, why);
 		fprintf(stderr, "blkmirror: %s: leaving out %s\n", name, why);
 	}

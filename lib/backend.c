@@ -31,14 +31,23 @@ int bm_backend_open(const char *path, bool exclusive, struct bm_backend **out)
 		return bm_error(EINVAL, "empty component path");
 	if (strlen(path) >= PATH_MAX)
 		return bm_error(ENAMETOOLONG, "component path is too long");
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strncmp(path, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
-			return schemes[i].open(path, out);
-	if (strstr(path, "://"))
+	int err = -EINVAL;
+	bool known = false;
+
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]) && !known; i++)
+		if (strncmp(path, schemes[i].prefix, strlen(schemes[i].prefix)) == 0) {
+			err = schemes[i].open(path, out);
+			known = true;
+		}
+	if (!known && strstr(path, "://"))
 		return bm_error(EINVAL, "%s: unknown URI scheme; a component is a "
 		                "file, a block device, nbd://HOST[:PORT]/EXPORT or "
 		                "nbd+unix:///EXPORT?socket=PATH", path);
-	return bm_file_backend_open(path, exclusive, out);
+	if (!known)
+		err = bm_file_backend_open(path, exclusive, out);
+	if (err == 0)
+		(*out)->dev_size = (*out)->size;
+	return err;
 }
 
 int bm_backend_discard(struct bm_backend *be, int err)

@@ -93,7 +93,11 @@ struct bm_backend_ops {
 struct bm_backend {
 	const struct bm_backend_ops *ops;
 	char path[PATH_MAX];
-	uint64_t size;       /* bytes */
+	uint64_t size;       /* bytes: what the mirror uses of it (a component
+	                        that grew since it was labelled is used at its
+	                        old size: bm_label_find_grown) */
+	uint64_t dev_size;   /* bytes it had when opened, whatever it is used
+	                        at (what another opening of it sees) */
 	bool rotational;
 	uint32_t min_block;  /* the shortest, and alignment of, requests it
 	                        takes (an NBD export's advertised minimum

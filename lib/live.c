@@ -660,6 +660,29 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	if (err < 0)
 		goto refused;
 	err = bm_label_read_timeout(m, be, &lab);
+	if (err == -ENOENT) {
+		/* none at its end: grown while away, its label at the end
+		 * it had (the sizes the others' labels record) */
+		uint64_t sizes[BM_MAX_COMPONENTS + 1], was = be->size;
+		char msg[400];
+		int n = 0;
+		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+		for (int i = 0; i < m->ncomp; i++)
+			if (m->comp[i].label.component_size)
+				sizes[n++] = m->comp[i].label.component_size;
+		pthread_mutex_unlock(&m->meta_lock);
+		err = bm_label_find_grown(be, sizes, n, &lab,
+		                          atomic_load(&m->io_timeout_ms));
+		if (err == 0)
+			fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64
+			        " to %" PRIu64 " bytes: its label is at its old "
+			        "end, and the mirror uses its first %" PRIu64
+			        " bytes\n", m->name, c->path, be->size, was,
+			        be->size);
+		else if (err == -ENOENT)
+			bm_error(ENOENT, "%s", msg);
+	}
 	if (err == -ETIMEDOUT)
 		goto out; /* it connects but does not answer: still away */
 	if (err < 0) {

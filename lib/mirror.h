@@ -477,9 +477,9 @@ uint64_t bm_random_id(void);
 int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
 /* A component grown since it was labelled: its label at one of its old
  * ends (sizes[]: sizes its label may record); be->size becomes that
- * size.  0, or -ENOENT (assemble.c). */
+ * size.  0; -ENOENT none; -EEXIST two; a read error (assemble.c). */
 int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
-                        int n, struct bm_label *l);
+                        int n, struct bm_label *l, long timeout_ms);
 /* live.c: the same, read with the mirror's io-timeout (a component that
  * connects and then does not answer holds no thread); -ETIMEDOUT then. */
 int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,

@@ -232,6 +232,13 @@ int bm_probe_same_identity(const char *const *paths, size_t n, size_t *a,
 #define TOKEN_MAGIC "BLKMIRROR-IDPROBE"
 #define TOKEN_LEN 64
 
+/* How large the storage is, whatever the mirror uses of it (dev_size: 0
+ * for a backend not made by bm_backend_open). */
+static uint64_t real_size(const struct bm_backend *be)
+{
+	return be->dev_size ? be->dev_size : be->size;
+}
+
 static uint64_t idprobe_offset(uint64_t size)
 {
 	return size / 4096 * 4096 - BM_IDPROBE_FROM_END;
@@ -272,10 +279,12 @@ int bm_probe_same_content(struct bm_backend **be, size_t n, size_t *a,
 		goto out;
 	}
 	for (size_t i = 0; i + 1 < n && err == 0; i++) {
-		uint64_t off = idprobe_offset(be[i]->size);
+		/* (dev_size: a grown component used at its old size is
+		 * still as large as another opening of it sees it) */
+		uint64_t off = idprobe_offset(real_size(be[i]));
 		bool others = false;
 		for (size_t k = i + 1; k < n; k++)
-			others |= be[k]->size == be[i]->size;
+			others |= real_size(be[k]) == real_size(be[i]);
 		if (!others)
 			continue; /* storage of another size is not this one */
 		memset(token, 0, 4096);
@@ -292,7 +301,7 @@ int bm_probe_same_content(struct bm_backend **be, size_t n, size_t *a,
 		if (err < 0)
 			break;
 		for (size_t k = i + 1; k < n && err == 0; k++) {
-			if (be[k]->size != be[i]->size)
+			if (real_size(be[k]) != real_size(be[i]))
 				continue;
 			err = sync_io(be[k], BM_BOP_READ, seen, off, "read",
 			              timeout_ms);

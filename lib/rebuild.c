@@ -365,6 +365,16 @@ static int rebuild_failed(struct bm_mirror *m, struct bm_component *c)
 	if (err < 0)
 		return bm_error(err, "cannot open %s: %s", c->path,
 		                bm_last_error());
+	/* grown since it was labelled (taken at its old size): its lease
+	 * is at its old end */
+	pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+	uint64_t was = c->label.component_size;
+	pthread_mutex_unlock(&m->meta_lock);
+	struct bm_label g;
+	if (was && (was & ~(uint64_t)4095) < look->size &&
+	    bm_label_read_timeout(m, look, &g) == -ENOENT)
+		(void)bm_label_find_grown(look, &was, 1, &g,
+		                          atomic_load(&m->io_timeout_ms));
 	err = look->size >= BM_MIN_COMPONENT_SIZE ? bm_lease_is_ours(m, c, look)
 	                                          : bm_error(ENOSPC, "%s is "
 	                                            "too small now", c->path);

@@ -256,7 +256,7 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 		 * its label at the end it had (its own last label's size
 		 * first, then the others') */
 		uint64_t sizes[BM_MAX_COMPONENTS + 1], was = be->size;
-		char msg[200];
+		char msg[400];
 		int n = 0;
 		snprintf(msg, sizeof(msg), "%s", bm_last_error());
 		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
@@ -265,8 +265,16 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 			if (m->comp[i].label.component_size)
 				sizes[n++] = m->comp[i].label.component_size;
 		pthread_mutex_unlock(&m->meta_lock);
-		if (bm_label_find_grown(be, sizes, n, &l) == 0) {
-			err = 0;
+		err = bm_label_find_grown(be, sizes, n, &l,
+		                          atomic_load(&m->io_timeout_ms));
+		if (err < 0 && err != -ENOENT && err != -EEXIST)
+			return err; /* (a timeout: still away) */
+		if (err == -EEXIST) {
+			snprintf(msg, sizeof(msg), "%s", bm_last_error());
+			return bm_error(EEXIST, "it came back without its label "
+			                "(%s)", msg);
+		}
+		if (err == 0) {
 			fprintf(stderr, "blkmirror: %s: %s grew from %llu to %llu "
 			        "bytes: its label is at its old end, and the "
 			        "mirror uses its first %llu bytes\n", m->name,
@@ -274,7 +282,7 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 			        (unsigned long long)was,
 			        (unsigned long long)be->size);
 		} else {
-			bm_error(ENOENT, "%s", msg);
+			err = bm_error(ENOENT, "%s", msg);
 		}
 	}
 	if (err == -ENOENT || err == -EINVAL || err == -EPROTO) {

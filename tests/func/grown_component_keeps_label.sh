@@ -5,7 +5,8 @@
 # blkmirror label"); so does a reconnect of an NBD component whose export
 # grew while it was away.  Before, it was ABSENT at every start, and a
 # reconnect was refused "without its label".  status of the stopped
-# mirror shows it as serve finds it.
+# mirror shows it as serve finds it; one absent at the start that comes
+# back grown rejoins.
 . "$(dirname "$0")/lib.sh"
 need qemu-io
 need nbdkit
@@ -48,3 +49,16 @@ serve m0
 out=$(bm status m0) || fail "second start: $out"
 has "m0 *COMPLETE" <<<"$out" || fail "status after the second start: $out"
 stop m0
+# r's server down at the start (ABSENT), its export grown before it is
+# back: it rejoins at its old size
+disk_kill r
+truncate -s 44M "$T/r.img"
+serve m0
+wait_status m0 "r.disk.sock (ABSENT" 10
+qemu-io -f raw "$(uri m0)" -c 'write -P 0x4a 4M 64k' >/dev/null || fail "write while r is absent"
+filedisk r "$T/r.img"
+wait_complete m0
+has "r.disk.sock grew from 33554432 to 46137344 bytes" "$T/m0.log" ||
+  fail "the log does not say r rejoined grown: $(tail -5 "$T/m0.log")"
+stop m0
+cmp -n $((30 * MIB)) "$T/a" "$T/r.img" || fail "r does not hold the mirror's data after its rejoin"
