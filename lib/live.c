@@ -263,6 +263,28 @@ static int check_new(struct bm_mirror *m, const char *path,
 	if (err < 0)
 		return err;
 	err = bm_label_read_timeout(m, be, &l); /* (io-timeout: never hangs) */
+	if (err == -ENOENT) {
+		/* a former component grown since: its label, lease (and a
+		 * late write's record) are at its old end; taken at that
+		 * size, as a stale component of this mirror, or refused as
+		 * another's */
+		uint64_t sizes[BM_MAX_COMPONENTS];
+		int n = 0;
+		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+		for (int i = 0; i < m->ncomp; i++)
+			if (m->comp[i].label.component_size)
+				sizes[n++] = m->comp[i].label.component_size;
+		pthread_mutex_unlock(&m->meta_lock);
+		err = bm_label_find_grown(be, sizes, n, &l,
+		                          atomic_load(&m->io_timeout_ms));
+		if (err == -EEXIST)
+			return err;
+		if (err == 0)
+			fprintf(stderr, "blkmirror: %s: %s grew since it was "
+			        "labelled: its label is at its old end, and it is "
+			        "taken at that size (%" PRIu64 " bytes)\n", m->name,
+			        path, be->size);
+	}
 	if (err < 0 && err != -ENOENT && err != -EINVAL && err != -EPROTO)
 		return bm_error(-err, "%s: %s", path, bm_last_error());
 	if (err == 0 && l.mirror_id != m->mirror_id)
@@ -906,7 +928,10 @@ static bool file_gone(const char *path)
 {
 	struct stat st;
 
-	return !strstr(path, "://") && stat(path, &st) < 0 && errno == ENOENT;
+	/* (a device node udev removed, an unplugged disk, may come back
+	 * with its label: not "gone") */
+	return !strstr(path, "://") && strncmp(path, "/dev/", 5) != 0 &&
+	       stat(path, &st) < 0 && errno == ENOENT;
 }
 
 #define REPORT(...)                                                        \

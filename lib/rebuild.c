@@ -371,13 +371,23 @@ static int rebuild_failed(struct bm_mirror *m, struct bm_component *c)
 	uint64_t was = c->label.component_size;
 	pthread_mutex_unlock(&m->meta_lock);
 	struct bm_label g;
-	if (was && (was & ~(uint64_t)4095) < look->size &&
-	    bm_label_read_timeout(m, look, &g) == -ENOENT)
-		(void)bm_label_find_grown(look, &was, 1, &g,
-		                          atomic_load(&m->io_timeout_ms));
-	err = look->size >= BM_MIN_COMPONENT_SIZE ? bm_lease_is_ours(m, c, look)
-	                                          : bm_error(ENOSPC, "%s is "
-	                                            "too small now", c->path);
+	if (was && (was & ~(uint64_t)4095) < look->size) {
+		err = bm_label_read_timeout(m, look, &g);
+		if (err == -ENOENT)
+			err = bm_label_find_grown(look, &was, 1, &g,
+			                          atomic_load(&m->io_timeout_ms));
+		if (err == -ENOENT || err == -EINVAL || err == -EPROTO ||
+		    err == -EEXIST)
+			err = 0; /* (its lease says what it is) */
+	}
+	if (err == 0)
+		err = look->size >= BM_MIN_COMPONENT_SIZE
+		      ? bm_lease_is_ours(m, c, look)
+		      : bm_error(ENOSPC, "%s is too small now", c->path);
+	/* a read that timed out may still be queued: a file's close would
+	 * wait for it (and rebuild holds live_lock) */
+	if (err < 0 && look->ops->abort)
+		look->ops->abort(look);
 	look->ops->close(look);
 	if (err < 0)
 		return err;
