@@ -262,29 +262,13 @@ static int check_new(struct bm_mirror *m, const char *path,
 	err = refuse_same_storage(m, path, be);
 	if (err < 0)
 		return err;
-	err = bm_label_read_timeout(m, be, &l); /* (io-timeout: never hangs) */
-	if (err == -ENOENT) {
-		/* a former component grown since: its label, lease (and a
-		 * late write's record) are at its old end; taken at that
-		 * size, as a stale component of this mirror, or refused as
-		 * another's */
-		uint64_t sizes[BM_MAX_COMPONENTS];
-		int n = 0;
-		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
-		for (int i = 0; i < m->ncomp; i++)
-			if (m->comp[i].label.component_size)
-				sizes[n++] = m->comp[i].label.component_size;
-		pthread_mutex_unlock(&m->meta_lock);
-		err = bm_label_find_grown(be, sizes, n, &l,
-		                          atomic_load(&m->io_timeout_ms));
-		if (err == -EEXIST)
-			return err;
-		if (err == 0)
-			fprintf(stderr, "blkmirror: %s: %s grew since it was "
-			        "labelled: its label is at its old end, and it is "
-			        "taken at that size (%" PRIu64 " bytes)\n", m->name,
-			        path, be->size);
-	}
+	/* (io-timeout: never hangs; a former component grown since keeps
+	 * its label, lease and a late write's record at its old end: taken
+	 * at that size, as a stale component of this mirror, or refused as
+	 * another's) */
+	err = bm_label_read_grown(m, be, 0, &l);
+	if (err == -EEXIST)
+		return err;
 	if (err < 0 && err != -ENOENT && err != -EINVAL && err != -EPROTO)
 		return bm_error(-err, "%s: %s", path, bm_last_error());
 	if (err == 0 && l.mirror_id != m->mirror_id)
@@ -626,6 +610,35 @@ int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,
 	return err;
 }
 
+int bm_label_read_grown(struct bm_mirror *m, struct bm_backend *be,
+                        uint64_t own_size, struct bm_label *l)
+{
+	uint64_t sizes[BM_MAX_COMPONENTS + 1], now = be->size;
+	char msg[400];
+	int n = 0, err = bm_label_read_timeout(m, be, l);
+
+	if (err != -ENOENT)
+		return err;
+	snprintf(msg, sizeof(msg), "%s", bm_last_error());
+	if (own_size)
+		sizes[n++] = own_size;
+	pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+	for (int i = 0; i < m->ncomp; i++)
+		if (m->comp[i].label.component_size)
+			sizes[n++] = m->comp[i].label.component_size;
+	pthread_mutex_unlock(&m->meta_lock);
+	err = bm_label_find_grown(be, sizes, n, l,
+	                          atomic_load(&m->io_timeout_ms));
+	if (err == 0)
+		fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64 " to %"
+		        PRIu64 " bytes since it was labelled: its label is at its "
+		        "old end, and the mirror uses its first %" PRIu64
+		        " bytes\n", m->name, be->path, be->size, now, be->size);
+	else if (err == -ENOENT)
+		bm_error(ENOENT, "%s", msg);
+	return err;
+}
+
 int bm_flush_probe_timeout(struct bm_mirror *m, struct bm_backend *be)
 {
 	/* A flush only: a probe write that timed out could land later, over
@@ -681,30 +694,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	err = bm_min_block_check(m, be);
 	if (err < 0)
 		goto refused;
-	err = bm_label_read_timeout(m, be, &lab);
-	if (err == -ENOENT) {
-		/* none at its end: grown while away, its label at the end
-		 * it had (the sizes the others' labels record) */
-		uint64_t sizes[BM_MAX_COMPONENTS + 1], was = be->size;
-		char msg[400];
-		int n = 0;
-		snprintf(msg, sizeof(msg), "%s", bm_last_error());
-		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
-		for (int i = 0; i < m->ncomp; i++)
-			if (m->comp[i].label.component_size)
-				sizes[n++] = m->comp[i].label.component_size;
-		pthread_mutex_unlock(&m->meta_lock);
-		err = bm_label_find_grown(be, sizes, n, &lab,
-		                          atomic_load(&m->io_timeout_ms));
-		if (err == 0)
-			fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64
-			        " to %" PRIu64 " bytes: its label is at its old "
-			        "end, and the mirror uses its first %" PRIu64
-			        " bytes\n", m->name, c->path, be->size, was,
-			        be->size);
-		else if (err == -ENOENT)
-			bm_error(ENOENT, "%s", msg);
-	}
+	err = bm_label_read_grown(m, be, 0, &lab); /* (grown while away) */
 	if (err == -ETIMEDOUT)
 		goto out; /* it connects but does not answer: still away */
 	if (err < 0) {

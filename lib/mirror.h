@@ -484,6 +484,13 @@ int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
  * connects and then does not answer holds no thread); -ETIMEDOUT then. */
 int bm_label_read_timeout(struct bm_mirror *m, struct bm_backend *be,
                           struct bm_label *l);
+/* The same, and when there is none at its end, at its old ends (a
+ * component grown since it was labelled: bm_label_find_grown at own_size,
+ * its last label's, 0 none, then the sizes m's labels record, under
+ * meta_lock, which the caller does not hold); logs that it grew.  0,
+ * -ENOENT (the end read's message), -EEXIST (two), a read's error. */
+int bm_label_read_grown(struct bm_mirror *m, struct bm_backend *be,
+                        uint64_t own_size, struct bm_label *l);
 /* live.c: flushes be within io-timeout before a component comes back: one
  * whose flushes do not end is found without meta_lock held (the label
  * write that brings it back holds it).  (A write that does not end is

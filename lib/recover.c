@@ -250,40 +250,17 @@ static int check_label(struct bm_mirror *m, struct bm_component *c,
 	err = bm_min_block_check(m, be);
 	if (err < 0)
 		return err;
-	err = bm_label_read_timeout(m, be, &l);
-	if (err == -ENOENT) {
-		/* none at its end: grown while away (an export resized),
-		 * its label at the end it had (its own last label's size
-		 * first, then the others') */
-		uint64_t sizes[BM_MAX_COMPONENTS + 1], was = be->size;
+	/* (grown while away, an export resized: its own last label's size
+	 * first) */
+	pthread_mutex_lock(&m->meta_lock);
+	uint64_t own = c->label.component_size;
+	pthread_mutex_unlock(&m->meta_lock);
+	err = bm_label_read_grown(m, be, own, &l);
+	if (err == -EEXIST) {
 		char msg[400];
-		int n = 0;
 		snprintf(msg, sizeof(msg), "%s", bm_last_error());
-		pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
-		sizes[n++] = c->label.component_size;
-		for (int i = 0; i < m->ncomp; i++)
-			if (m->comp[i].label.component_size)
-				sizes[n++] = m->comp[i].label.component_size;
-		pthread_mutex_unlock(&m->meta_lock);
-		err = bm_label_find_grown(be, sizes, n, &l,
-		                          atomic_load(&m->io_timeout_ms));
-		if (err < 0 && err != -ENOENT && err != -EEXIST)
-			return err; /* (a timeout: still away) */
-		if (err == -EEXIST) {
-			snprintf(msg, sizeof(msg), "%s", bm_last_error());
-			return bm_error(EEXIST, "it came back without its label "
-			                "(%s)", msg);
-		}
-		if (err == 0) {
-			fprintf(stderr, "blkmirror: %s: %s grew from %llu to %llu "
-			        "bytes: its label is at its old end, and the "
-			        "mirror uses its first %llu bytes\n", m->name,
-			        c->path, (unsigned long long)be->size,
-			        (unsigned long long)was,
-			        (unsigned long long)be->size);
-		} else {
-			err = bm_error(ENOENT, "%s", msg);
-		}
+		return bm_error(EEXIST, "it came back without its label (%s)",
+		                msg);
 	}
 	if (err == -ENOENT || err == -EINVAL || err == -EPROTO) {
 		/* read, but no valid label there (wiped, written over):

@@ -38,7 +38,7 @@ wait_status m0 "r.disk.sock (DISCONNECTED" 30
 truncate -s 40M "$T/r.img"
 filedisk r "$T/r.img"
 wait_complete m0
-has "r.disk.sock grew from 33554432 to 41943040 bytes: its label is at its old end" "$T/m0.log" ||
+has "r.disk.sock grew from 33554432 to 41943040 bytes since it was labelled: its label is at its old end" "$T/m0.log" ||
   fail "the log does not say r grew: $(tail -5 "$T/m0.log")"
 stop m0
 for f in b r.img; do
