@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mirror.h"
+#include "sendbatch.h"
 
 static const char *const balance_names[BM_BALANCE_COUNT] = {
 	[BM_BALANCE_ROUND_ROBIN] = "round-robin",
@@ -82,9 +83,56 @@ static bool comp_rotational(struct bm_component *c)
 	return rotational;
 }
 
+/*
+ * Batch affinity.  A thread that handles several requests in a row (the
+ * NBD server's reader after one read brought several) sends them at its
+ * next flush, one message per component (sendbatch.c).  Alternating those
+ * reads between components costs a message, a wake-up of the disk and one
+ * of our receiver per component per batch; on fast disks that per-message
+ * cost is what limits small random reads.  So within one batch a read goes
+ * to the component this thread's previous read of the batch went to, as
+ * long as every other readable component is busy too (never leave a disk
+ * idle: two requests in flight still go to two disks) and the chosen one
+ * has at most AFFINITY_SLACK more outstanding than the least loaded one.
+ * Not for rotating components: there the head position decides.
+ */
+#define AFFINITY_SLACK 4
+
+static __thread struct {
+	const struct bm_mirror *m;
+	unsigned epoch;
+	int comp;
+} last_pick;
+
+static int pick_affine(struct bm_mirror *m, uint32_t exclude, unsigned epoch)
+{
+	if (epoch == 0 || last_pick.m != m || last_pick.epoch != epoch)
+		return -1;
+	int i = last_pick.comp;
+	if (i < 0 || i >= m->ncomp || !readable(m, i, exclude) ||
+	    comp_rotational(&m->comp[i]))
+		return -1;
+	int load = atomic_load(&m->comp[i].inflight), min_load = load;
+	for (int k = 0; k < m->ncomp; k++) {
+		if (k == i || !readable(m, k, exclude))
+			continue;
+		int l = atomic_load(&m->comp[k].inflight);
+		if (l == 0)
+			return -1; /* an idle disk gets the read */
+		if (l < min_load)
+			min_load = l;
+	}
+	return load <= min_load + AFFINITY_SLACK ? i : -1;
+}
+
 static int pick_load(struct bm_mirror *m, uint32_t exclude, uint64_t off,
                      bool head_bonus)
 {
+	unsigned epoch = bm_sendbatch_epoch();
+	int affine = pick_affine(m, exclude, epoch);
+	if (affine >= 0)
+		return affine;
+
 	unsigned start = atomic_fetch_add(&m->rr_cursor, 1);
 	int best = -1, best_load = 0;
 
@@ -104,6 +152,9 @@ static int pick_load(struct bm_mirror *m, uint32_t exclude, uint64_t off,
 			best_load = load;
 		}
 	}
+	last_pick.m = m;
+	last_pick.epoch = epoch;
+	last_pick.comp = best;
 	return best;
 }
 

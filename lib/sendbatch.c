@@ -41,6 +41,7 @@ struct batch {
 };
 
 static __thread struct batch batch;
+static __thread unsigned batch_epoch; /* bumped by every flush */
 
 void bm_sendbatch_open(void)
 {
@@ -49,6 +50,7 @@ void bm_sendbatch_open(void)
 
 void bm_sendbatch_flush(void)
 {
+	batch_epoch++;
 	if (batch.n == 0 || batch.flushing)
 		return;
 	/* a send may complete something that defers again: those go out at
@@ -66,6 +68,11 @@ void bm_sendbatch_close(void)
 		return;
 	if (--batch.depth == 0)
 		bm_sendbatch_flush();
+}
+
+unsigned bm_sendbatch_epoch(void)
+{
+	return batch.depth > 0 && !batch.flushing ? (batch_epoch << 1) | 1u : 0;
 }
 
 bool bm_sendbatch_defer(bm_sendbatch_fn fn, void *obj, bool *first)

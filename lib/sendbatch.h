@@ -25,5 +25,11 @@ void bm_sendbatch_flush(void);
  * caller pins obj (keeps it alive) until fn runs.
  */
 bool bm_sendbatch_defer(bm_sendbatch_fn fn, void *obj, bool *first);
+/*
+ * Which batch this thread is in: changes at every flush, so two calls that
+ * return the same non-zero value saw no send go out between them.  0: no
+ * batch is open (sends go out at once).
+ */
+unsigned bm_sendbatch_epoch(void);
 
 #endif

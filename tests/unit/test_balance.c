@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "mirror.h"
+#include "sendbatch.h"
 
 static struct bm_mirror m;
 
@@ -44,6 +45,60 @@ int main(void)
 	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 1u << 1), 0);
 	memset(hits, 0, sizeof(hits));
 	setup(2, BM_BALANCE_LOAD);
+	for (int i = 0; i < 100; i++)
+		hits[bm_balance_pick(&m, 0, 4096, 0)]++;
+	CHECK_EQ(hits[0], 50);
+	CHECK_EQ(hits[1], 50);
+
+	/* Batch affinity: inside one batch, reads stay on the component the
+	 * previous read went to while every other one is busy and it has at
+	 * most 4 more outstanding than the least loaded. */
+	setup(2, BM_BALANCE_LOAD);
+	atomic_store(&m.comp[0].inflight, 1);
+	atomic_store(&m.comp[1].inflight, 1);
+	bm_sendbatch_open();
+	int first = bm_balance_pick(&m, 0, 4096, 0);
+	CHECK(first == 0 || first == 1);
+	for (int i = 0; i < 4; i++) {
+		atomic_fetch_add(&m.comp[first].inflight, 1);
+		CHECK_EQ(bm_balance_pick(&m, 0, 4096, 0), first);
+	}
+	/* 5 more than the other (1 + 4 + 1): the other gets it */
+	atomic_fetch_add(&m.comp[first].inflight, 1);
+	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 0), 1 - first);
+	/* an idle disk always gets the read, affinity or not */
+	setup(2, BM_BALANCE_LOAD);
+	atomic_store(&m.comp[0].inflight, 1);
+	first = bm_balance_pick(&m, 0, 4096, 0);
+	CHECK_EQ(first, 1);
+	atomic_store(&m.comp[1].inflight, 1);
+	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 0), 1); /* both busy: stays */
+	atomic_store(&m.comp[0].inflight, 0);
+	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 0), 0); /* 0 went idle */
+	/* a flush ends the batch: back to the least loaded, ties spread */
+	atomic_store(&m.comp[0].inflight, 2);
+	atomic_store(&m.comp[1].inflight, 2);
+	memset(hits, 0, sizeof(hits));
+	for (int i = 0; i < 100; i++) {
+		bm_sendbatch_flush();
+		hits[bm_balance_pick(&m, 0, 4096, 0)]++;
+	}
+	CHECK_EQ(hits[0], 50);
+	CHECK_EQ(hits[1], 50);
+	/* an excluded or no longer readable component is not stuck to */
+	bm_sendbatch_flush();
+	first = bm_balance_pick(&m, 0, 4096, 0);
+	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 1u << first), 1 - first);
+	bm_sendbatch_flush();
+	first = bm_balance_pick(&m, 0, 4096, 0);
+	atomic_store(&m.comp[first].state, BM_CS_FAILED);
+	CHECK_EQ(bm_balance_pick(&m, 0, 4096, 0), 1 - first);
+	bm_sendbatch_close();
+	/* no batch open: no affinity (ties spread as before) */
+	setup(2, BM_BALANCE_LOAD);
+	atomic_store(&m.comp[0].inflight, 1);
+	atomic_store(&m.comp[1].inflight, 1);
+	memset(hits, 0, sizeof(hits));
 	for (int i = 0; i < 100; i++)
 		hits[bm_balance_pick(&m, 0, 4096, 0)]++;
 	CHECK_EQ(hits[0], 50);
