@@ -388,6 +388,11 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	if (old)
 		old->ops->close(old);
 	err = bm_backend_open(c->path, true, &be);
+	/* EBUSY here is another process holding the device (O_EXCL), not
+	 * our old connection draining (-EBUSY above, retried at once with
+	 * no reason shown): a reason and the usual back-off */
+	if (err == -EBUSY)
+		err = bm_error(EAGAIN, "%s", bm_last_error());
 	if (err == 0)
 		err = bm_recover_judge(m, c, be, &older);
 	if (older)
