@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "statedir.h"
 
 /* How long the labels may take to answer (one that never does: an NBD
  * export that hangs) before the verb gives up, changing nothing. */
@@ -93,17 +94,27 @@ int cmd_assemble(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		if (cli_check_path("assemble", argv[i]))
 			return EXIT_USAGE;
+	/* held to the end: a label or assemble of the same name meanwhile
+	 * is refused, never two records overwriting each other */
+	int lock_fd = -1;
+	if ((rc = state_lock_said(name, "assemble", &lock_fd)) != 0)
+		return rc;
 	int r = state_read_components(name, &known, &nknown);
 	if (r == 0) {
 		state_free(known, nknown);
-		return cli_fail("mirror '%s' is already recorded; 'blkmirror "
-		                "status %s' shows it", name, name);
+		rc = cli_fail("mirror '%s' is already recorded; 'blkmirror "
+		              "status %s' shows it", name, name);
+		goto out;
 	}
-	if (r != -ENOENT)
-		return cli_fail("cannot read the record of '%s' in %s: %s", name,
-		                state_dir(), strerror(-r));
-	if (control_call(name, "ping", reply, sizeof(reply)) == 0)
-		return cli_fail("mirror '%s' is running; stop it first", name);
+	if (r != -ENOENT) {
+		rc = cli_fail("cannot read the record of '%s' in %s: %s", name,
+		              state_dir(), strerror(-r));
+		goto out;
+	}
+	if (control_call(name, "ping", reply, sizeof(reply)) == 0) {
+		rc = cli_fail("mirror '%s' is running; stop it first", name);
+		goto out;
+	}
 	for (int i = optind; i < argc; i++) {
 		paths[n] = cli_canonical_path(argv[i]);
 		if (!paths[n]) {
@@ -146,5 +157,6 @@ int cmd_assemble(int argc, char **argv)
 out:
 	for (int i = 0; i < n; i++)
 		free(paths[i]);
+	state_unlock(lock_fd);
 	return rc;
 }

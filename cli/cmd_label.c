@@ -121,9 +121,16 @@ int cmd_label(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		if ((rc = cli_check_path("label", argv[optind + i])) != 0)
 			return rc;
-	rc = refuse_existing(name);
-	if (rc)
+	/* held to the end: a second label (or assemble, or serve) of the
+	 * same name meanwhile is refused, not a mix of the two */
+	int lock_fd = -1;
+	if ((rc = state_lock_said(name, "label", &lock_fd)) != 0)
 		return rc;
+	rc = refuse_existing(name);
+	if (rc) {
+		state_unlock(lock_fd);
+		return rc;
+	}
 	for (int i = 0; i < n; i++)
 		paths[i] = canonical(argv[optind + i]);
 	for (int i = 0; i < n; i++)
@@ -161,6 +168,7 @@ int cmd_label(int argc, char **argv)
 out:
 	for (int i = 0; i < n; i++)
 		free(paths[i]);
+	state_unlock(lock_fd);
 	return rc;
 }
 

@@ -105,7 +105,8 @@ int state_write_components(const char *name, char *const *paths, size_t n)
 		return -errno;
 	if (state_path(p, sizeof(p), name, ".components") < 0)
 		return -ENAMETOOLONG;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	/* one per process: two writers never share (and mix) one */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", p, (long)getpid());
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
@@ -118,8 +119,11 @@ int state_write_components(const char *name, char *const *paths, size_t n)
 		return err;
 	}
 	fclose(f);
-	if (rename(tmp, p) < 0)
-		return -errno;
+	if (rename(tmp, p) < 0) {
+		int err = -errno;
+		unlink(tmp);
+		return err;
+	}
 	return 0;
 }
 
@@ -294,6 +298,23 @@ int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
 	return 0;
 }
 
+int state_lock_said(const char *name, const char *what, int *fd)
+{
+	char holder[64];
+	pid_t pid;
+	int r = state_lock(name, what, fd, &pid, holder, sizeof(holder));
+
+	if (r == -EBUSY && strcmp(holder, "serve") == 0)
+		return cli_fail("mirror '%s' is running; stop it first", name);
+	if (r == -EBUSY)
+		return cli_fail("mirror '%s' is busy: pid %ld (%s); try again",
+		                name, (long)pid, holder[0] ? holder : "starting");
+	if (r < 0)
+		return cli_fail("cannot lock %s/%s.lock: %s", state_dir(), name,
+		                strerror(-r));
+	return 0;
+}
+
 void state_lock_note(int fd, const char *what)
 {
 	char line[128];
@@ -385,7 +406,8 @@ int state_record_socket(const char *name, const char *path)
 		return -ENAMETOOLONG;
 	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
 		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	/* one per process: two writers never share (and mix) one */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", p, (long)getpid());
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
@@ -442,7 +464,7 @@ int state_write_file(const char *name, const char *suffix, const char *text)
 		return -errno;
 	if (state_path(p, sizeof(p), name, suffix) < 0)
 		return -ENAMETOOLONG;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", p, (long)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;

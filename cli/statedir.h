@@ -23,6 +23,10 @@
  * holder_what); other -errno. */
 int state_lock(const char *name, const char *what, int *fd, pid_t *holder,
                char *holder_what, size_t len);
+/* state_lock for a verb that makes a mirror (label, assemble): 0 with
+ * *fd held, or 1 said ("busy: pid N (what); try again", or "running" when
+ * its server holds it). */
+int state_lock_said(const char *name, const char *what, int *fd);
 /* Replaces the text after the pid ("stopped cleanly"). */
 void state_lock_note(int fd, const char *what);
 void state_unlock(int fd);
