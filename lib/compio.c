@@ -216,6 +216,12 @@ static void write_decide(void *arg)
 			       !atomic_compare_exchange_weak(&c->recopy_from, &cur,
 			                                     want))
 				;
+			uint64_t end = r->io->offset + r->io->length,
+			         top = atomic_load(&c->recopy_to);
+			while (end > top &&
+			       !atomic_compare_exchange_weak(&c->recopy_to, &top,
+			                                     end))
+				;
 		} else if (held && (failed & (1u << s->comp)) &&
 		           st == BM_CS_ACTIVE) {
 			char why[160];

@@ -447,6 +447,8 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0);
+	atomic_store(&c->recopy_to, 0);
+	c->recopy_end = 0;
 	atomic_store(&c->head_pos, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);

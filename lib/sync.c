@@ -677,6 +677,10 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		return 1;
 	}
 	uint64_t start = atomic_load(&t->sync_offset);
+	/* a pass over a range again (recopy_end) ends there; anything else
+	 * (a restart, a new copy) goes to the end */
+	uint64_t end = t->recopy_end > start ? t->recopy_end : m->size;
+	t->recopy_end = 0;
 	bool regions = decide_regions(m, t);
 	uint64_t next = start, done = start, ckpt_off = start;
 	uint64_t copied_since = 0, data_until = 0;
@@ -689,7 +693,12 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 
 	atomic_store(&m->sync_rate, 0);
 	uint64_t copied_total = 0;
-	if (regions)
+	if (end < m->size)
+		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
+		              "copying offsets %llu to %llu again%s",
+		              (unsigned long long)start, (unsigned long long)end,
+		              regions ? " (the bitmap's dirty regions there)" : "");
+	else if (regions)
 		bm_event_post(m, BM_SEV_INFO, BM_EV_SYNC_STARTED, t->path,
 		              "copying from offset %llu of %llu: the bitmap's "
 		              "%llu dirty regions of %llu bytes only",
@@ -764,14 +773,14 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		}
 		if (ending && inflight == 0)
 			break;
-		if (!ending && next >= m->size && run->count == 0)
+		if (!ending && next >= end && run->count == 0)
 			break;
 		/* More chunks, as the pipeline and the rate allow. */
 		bool busy = clients_busy(m, &pace, now);
 		uint64_t limit = rate_limit(m, busy);
 		uint64_t wait_ns = WAIT_MS * 1000000ull;
 		/* one zeroing at a time (ZERO_WRITE_MAX says why) */
-		if (!ending && next < m->size && !zeroing &&
+		if (!ending && next < end && !zeroing &&
 		    run->count < (busy ? DEPTH_BUSY : DEPTH)) {
 			if (limit != pace.limit) {
 				/* changed (configure, clients came or went):
@@ -842,6 +851,9 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		}
 		return err;
 	}
+	/* (a pass over a range again: the rest was copied before) */
+	if (end < m->size)
+		atomic_store(&t->sync_offset, m->size);
 	/* Done: durable first, then ACTIVE in the label. */
 	err = flush_target(m, t);
 	if (err < 0) {
@@ -857,8 +869,16 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	 * (compio.c write_decide, under meta_lock too): t differs there, so
 	 * the copy goes over it again from there (called again: -EAGAIN). */
 	uint64_t again = atomic_exchange(&t->recopy_from, 0);
+	uint64_t again_to = atomic_exchange(&t->recopy_to, 0);
 	if (again) {
 		uint64_t from = (again - 1) / CHUNK_BYTES * CHUNK_BYTES;
+		/* only that range again (the rest is copied and the target in
+		 * service since): a source that keeps failing the writes a
+		 * client keeps retrying costs a short pass each time, not a
+		 * copy from there to the end */
+		uint64_t to = (again_to + CHUNK_BYTES - 1) / CHUNK_BYTES *
+		              CHUNK_BYTES;
+		t->recopy_end = to > from && to < m->size ? to : 0;
 		atomic_store(&t->sync_offset, from);
 		/* a stop meanwhile resumes from there, not past it */
 		if (atomic_load(&t->sync_durable) > from) {
@@ -870,8 +890,10 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		pthread_mutex_unlock(&m->meta_lock);
 		fprintf(stderr, "blkmirror: %s: %s took a write at offset %llu "
 		        "that every ACTIVE component failed: copied again from "
-		        "offset %llu\n", m->name, t->path,
-		        (unsigned long long)(again - 1), (unsigned long long)from);
+		        "offset %llu to %llu\n", m->name, t->path,
+		        (unsigned long long)(again - 1), (unsigned long long)from,
+		        (unsigned long long)(t->recopy_end ? t->recopy_end
+		                                           : m->size));
 		return -EAGAIN;
 	}
 	/* Every label says t is in sync before its state does (status,
@@ -899,7 +921,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		fprintf(stderr, "blkmirror: %s: %s synchronized: %llu bytes "
 		        "copied (%s)\n", m->name, t->path,
 		        (unsigned long long)copied_total,
-		        regions ? "bitmap: dirty regions only" : "in full");
+		        end < m->size ? "a range again"
+		        : regions ? "bitmap: dirty regions only" : "in full");
 		t->sync_full = false;
 		atomic_store(&t->state, BM_CS_ACTIVE);
 		t->sync_ending = false;
