@@ -230,6 +230,7 @@ int cmd_clear(int argc, char **argv)
 		return cli_usage_of("clear");
 	for (int i = optind; i < argc; i++) {
 		char *p = canonical(argv[i]);
+		state_hint_sizes_of(p); /* (grown since it was labelled?) */
 		if (!force && clear_loses_data(p)) {
 			rc = 1;
 		} else if (bm_label_clear(p) < 0) {
@@ -255,6 +256,9 @@ int cmd_dump(int argc, char **argv)
 	if (argc - optind < 1)
 		return cli_usage_of("dump");
 	for (int i = optind; i < argc; i++) {
+		char *p = canonical(argv[i]);
+		state_hint_sizes_of(p); /* (grown since it was labelled?) */
+		free(p);
 		if (bm_label_dump(argv[i], buf, sizeof(buf)) < 0) {
 			rc = cli_fail("%s", bm_last_error());
 			continue;

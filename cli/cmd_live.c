@@ -81,6 +81,10 @@ static void record_components(struct job *j, size_t used)
 		for (size_t i = 0; i < n; i++)
 			free(paths[i]);
 	}
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	size_t nsizes = bm_mirror_label_sizes(j->m, sizes, BM_MAX_COMPONENTS);
+	if (err == 0 && nsizes)
+		err = state_write_sizes(j->name, sizes, nsizes);
 	if (err < 0)
 		snprintf(j->report + used, sizeof(j->report) - used,
 		         "warning: cannot record the components of %s in %s: %s; "

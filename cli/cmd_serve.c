@@ -466,6 +466,11 @@ int cmd_serve(int argc, char **argv)
 	 * out after that, not waited for) */
 	if (io_timeout_set)
 		bm_backend_set_sync_timeout_ms((long)io_timeout * 1000);
+	/* where grown components' labels are when no label says it (every
+	 * component grew): the sizes the last start recorded */
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	bm_label_set_size_hints(sizes, state_read_sizes(name, sizes,
+	                                                BM_MAX_COMPONENTS));
 	err = bm_mirror_open_forced(name, (const char *const *)paths, n,
 	                            force_index, &st.m);
 	state_free(paths, n);
@@ -474,6 +479,12 @@ int cmd_serve(int argc, char **argv)
 		bm_nbd_server_stop(st.srv);
 		return 1;
 	}
+	size_t nsizes = bm_mirror_label_sizes(st.m, sizes, BM_MAX_COMPONENTS);
+	if (nsizes && (err = state_write_sizes(name, sizes, nsizes)) < 0)
+		fprintf(stderr, "blkmirror: %s: cannot record the components' "
+		        "sizes in %s: %s (a start after every component grew "
+		        "would not find their labels)\n", name, state_dir(),
+		        strerror(-err));
 	if (readahead_set)
 		bm_mirror_set_readahead(st.m, readahead);
 	if (io_timeout_set)

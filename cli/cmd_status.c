@@ -237,6 +237,11 @@ static void offline_view(char **paths, size_t n, struct mirror_view *v,
                          char details[][600])
 {
 	snprintf(v->state, sizeof(v->state), "STOPPED");
+	/* the sizes its record keeps: where grown components' labels are
+	 * (also for the preview that follows) */
+	uint64_t hints[BM_MAX_COMPONENTS];
+	bm_label_set_size_hints(hints, state_read_sizes(v->name, hints,
+	                                                BM_MAX_COMPONENTS));
 	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++) {
 		struct comp_view *c = &v->comp[v->n++];
 		char *d = details[i];

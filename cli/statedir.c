@@ -370,6 +370,7 @@ int state_remove_mirror(const char *name, int lock_fd)
 	    S_ISSOCK(st.st_mode))
 		unlink(p);
 	state_remove_socket_record(name);
+	state_remove_file(name, ".sizes");
 	if (lock_path(p, sizeof(p), name) == 0)
 		unlink(p);
 	state_unlock(lock_fd);
@@ -507,4 +508,61 @@ void state_remove_file(const char *name, const char *suffix)
 
 	if (state_path(p, sizeof(p), name, suffix) == 0)
 		unlink(p);
+}
+
+size_t state_read_sizes(const char *name, uint64_t *sizes, size_t max)
+{
+	char text[1024], *p, *end;
+	size_t n = 0;
+
+	if (state_read_file(name, ".sizes", text, sizeof(text)) < 0)
+		return 0;
+	for (p = text; *p && n < max; p = end) {
+		errno = 0;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p || errno)
+			break; /* (not ours, or damaged: what was read so far) */
+		sizes[n++] = v;
+		while (*end == '\n' || *end == ' ')
+			end++;
+	}
+	return n;
+}
+
+int state_write_sizes(const char *name, const uint64_t *sizes, size_t n)
+{
+	char text[1024];
+	size_t used = 0;
+
+	text[0] = '\0';
+	for (size_t i = 0; i < n && used < sizeof(text); i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used,
+		                         "%llu\n", (unsigned long long)sizes[i]);
+	if (used >= sizeof(text))
+		return -ENAMETOOLONG;
+	return state_write_file(name, ".sizes", text);
+}
+
+void state_hint_sizes_of(const char *path)
+{
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	size_t nsizes = 0;
+	char **names, **paths;
+	size_t nn, np;
+
+	if (!path || state_list_mirrors(&names, &nn) < 0)
+		return;
+	for (size_t i = 0; i < nn; i++) {
+		if (state_read_components(names[i], &paths, &np) < 0)
+			continue;
+		bool listed = false;
+		for (size_t k = 0; k < np && !listed; k++)
+			listed = strcmp(paths[k], path) == 0;
+		state_free(paths, np);
+		if (listed && nsizes < BM_MAX_COMPONENTS)
+			nsizes += state_read_sizes(names[i], sizes + nsizes,
+			                           BM_MAX_COMPONENTS - nsizes);
+	}
+	state_free(names, nn);
+	bm_label_set_size_hints(sizes, nsizes);
 }

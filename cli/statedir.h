@@ -15,6 +15,7 @@
 #ifndef BM_STATEDIR_H
 #define BM_STATEDIR_H
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -73,5 +74,13 @@ int state_write_file(const char *name, const char *suffix, const char *text);
 int state_read_file(const char *name, const char *suffix, char *buf,
                     size_t len);
 void state_remove_file(const char *name, const char *suffix);
+
+/* The sizes a mirror's components had when they were labelled (NAME.sizes:
+ * where a grown component's label is, when every component grew): read
+ * (the count; 0 when none is kept) and written (0 or -errno). */
+size_t state_read_sizes(const char *name, uint64_t *sizes, size_t max);
+int state_write_sizes(const char *name, const uint64_t *sizes, size_t n);
+/* bm_label_set_size_hints from the records that list path (clear, dump). */
+void state_hint_sizes_of(const char *path);
 
 #endif

@@ -99,6 +99,12 @@ int bm_label_state_in(const char *path, const char *name,
 
 /* Zeroes the label of one component.  Returns -ENOENT if it had none. */
 int bm_label_clear(const char *path);
+/* Sizes a mirror's components had when they were labelled (its record
+ * keeps them: cli/statedir.c): a component that grew since keeps its
+ * label at its old end, looked for there when no other label says where
+ * (every component grew).  For this process: the start, status, clear
+ * and dump look at them too. */
+void bm_label_set_size_hints(const uint64_t *sizes, size_t n);
 /* Whether clearing path's label loses data: `others` are the other
  * components its mirror lists.  0 when it does not (another component in
  * sync with it keeps the data, or none of the mirror's is left labelled);
@@ -156,6 +162,10 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
  * 5 s whatever the components do (what could not drain or flush stays
  * marked dirty): 0 when every label was marked clean, else -EIO with
  * bm_last_error() saying why the mirror was left dirty. */
+/* The sizes the components' labels record (each where its label is),
+ * each once: what a record keeps for bm_label_set_size_hints.  The
+ * count (at most max). */
+size_t bm_mirror_label_sizes(bm_mirror *m, uint64_t *sizes, size_t max);
 int bm_mirror_close(bm_mirror *m);
 
 /* The mirror is about to be closed (a server stopping, before it waits for

@@ -103,10 +103,45 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
  * -EEXIST for two; the read's error (-ETIMEDOUT: it did not answer within
  * timeout_ms, or the process's deadline when 0).
  */
-int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
-                        int n, struct bm_label *l, long timeout_ms)
+static uint64_t size_hints[BM_MAX_COMPONENTS];
+static int nsize_hints;
+
+void bm_label_set_size_hints(const uint64_t *sizes, size_t n)
 {
-	uint64_t at = 0;
+	nsize_hints = 0;
+	for (size_t i = 0; i < n && nsize_hints < BM_MAX_COMPONENTS; i++)
+		if (sizes[i])
+			size_hints[nsize_hints++] = sizes[i];
+}
+
+size_t bm_mirror_label_sizes(bm_mirror *m, uint64_t *sizes, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&m->meta_lock); /* (labels change there) */
+	for (int i = 0; i < m->ncomp && n < max; i++) {
+		uint64_t s = m->comp[i].label.component_size;
+		bool seen = s == 0;
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = sizes[k] == s;
+		if (!seen)
+			sizes[n++] = s;
+	}
+	pthread_mutex_unlock(&m->meta_lock);
+	return n;
+}
+
+int bm_label_find_grown(struct bm_backend *be, const uint64_t *given,
+                        int ngiven, struct bm_label *l, long timeout_ms)
+{
+	/* the sizes given, then the hints (the sizes a record keeps: a
+	 * mirror whose components all grew has no label to give one) */
+	uint64_t sizes[2 * BM_MAX_COMPONENTS + 2], at = 0;
+	int n = 0;
+	for (int i = 0; i < ngiven && n < BM_MAX_COMPONENTS + 2; i++)
+		sizes[n++] = given[i];
+	for (int i = 0; i < nsize_hints; i++)
+		sizes[n++] = size_hints[i];
 	uint8_t *buf;
 	int err = 0;
 
@@ -155,6 +190,24 @@ int bm_label_find_grown(struct bm_backend *be, const uint64_t *sizes,
 	be->size = at;
 	bm_error_clear();
 	return 0;
+}
+
+/* bm_label_read_be, and when there is none at be's end, at the old ends
+ * the size hints give (bm_label_set_size_hints: a verb on a mirror whose
+ * record keeps them); be->size becomes the size it was found at.  The
+ * end's message stays when none is there either. */
+static int read_label_hinted(struct bm_backend *be, struct bm_label *l)
+{
+	int err = bm_label_read_be(be, l);
+
+	if (err != -ENOENT || nsize_hints == 0)
+		return err;
+	char msg[400];
+	snprintf(msg, sizeof(msg), "%s", bm_last_error());
+	err = bm_label_find_grown(be, NULL, 0, l, 0);
+	if (err == -ENOENT)
+		return bm_error(ENOENT, "%s", msg);
+	return err;
 }
 
 /* Finds one disk or file named twice, before anything is opened (the
@@ -404,7 +457,9 @@ int bm_label_clear(const char *path)
 
 	if (err < 0)
 		return err;
-	err = bm_label_read_be(be, &l);
+	/* grown since it was labelled: at its old end (be->size becomes
+	 * that size, where the metadata is cleared) */
+	err = read_label_hinted(be, &l);
 	if (err == -ENOENT) {
 		err = bm_error(ENOENT, "%s: has no blkmirror label", path);
 		goto out;
@@ -549,7 +604,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 		return bm_error(ENOMEM, "out of memory");
 	r = bm_backend_open(path, false, &be);
 	if (r == 0) {
-		r = bm_label_read_be(be, &in[0].label);
+		r = read_label_hinted(be, &in[0].label);
 		in[0].data_area = bm_data_area(be->size);
 		if (r == 0) /* (the history as serve sees it) */
 			in[0].clear_seq = bm_bitmap_clear_seq_of(be, &in[0].label);
@@ -575,7 +630,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 			k++;
 			continue;
 		}
-		int lr = bm_label_read_be(be, &in[k].label);
+		int lr = read_label_hinted(be, &in[k].label);
 		if (lr == 0 && in[k].label.mirror_id == in[0].label.mirror_id) {
 			in[k].present = true;
 			in[k].data_area = bm_data_area(be->size);
@@ -650,7 +705,7 @@ static int label_of_opened(const char *path, struct bm_label *l,
 		*opened = err == 0;
 	if (err < 0)
 		return err;
-	err = bm_label_read_be(be, l);
+	err = read_label_hinted(be, l);
 	be->ops->close(be);
 	return err;
 }
@@ -808,27 +863,27 @@ static int label_of_member(const char *path, const char *const *all,
 	uint64_t sizes[BM_MAX_COMPONENTS];
 	struct bm_backend *be;
 	struct bm_label o;
-	bool opened;
-	int k = 0, err = label_of_opened(path, l, &opened);
+	int k = 0, err = bm_backend_open(path, false, &be);
 
 	*grown_from = 0;
-	if (err != -ENOENT || !opened)
+	if (err < 0)
 		return err;
-	char msg[400];
-	snprintf(msg, sizeof(msg), "%s", bm_last_error());
-	for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++)
-		if (strcmp(all[i], path) != 0 && label_of(all[i], &o) == 0)
-			sizes[k++] = o.component_size;
-	if (k && bm_backend_open(path, false, &be) == 0) {
-		uint64_t now = be->size;
-		if (bm_label_find_grown(be, sizes, k, l, 0) == 0) {
-			*grown_from = now;
-			be->ops->close(be);
-			return 0;
-		}
-		be->ops->close(be);
+	uint64_t now = be->size;
+	err = read_label_hinted(be, l); /* (the record's sizes) */
+	if (err == -ENOENT) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s", bm_last_error());
+		for (size_t i = 0; i < n && k < BM_MAX_COMPONENTS; i++)
+			if (strcmp(all[i], path) != 0 && label_of(all[i], &o) == 0)
+				sizes[k++] = o.component_size;
+		err = k ? bm_label_find_grown(be, sizes, k, l, 0) : -ENOENT;
+		if (err == -ENOENT)
+			err = bm_error(ENOENT, "%s", msg);
 	}
-	return bm_error(ENOENT, "%s", msg);
+	if (err == 0 && be->size != now)
+		*grown_from = now;
+	be->ops->close(be);
+	return err;
 }
 
 int bm_label_state_in(const char *path, const char *name,
@@ -875,19 +930,30 @@ int bm_label_state(const char *path, const char *name, char *buf, size_t len)
 
 int bm_label_dump(const char *path, char *buf, size_t len)
 {
+	struct bm_backend *be;
 	struct bm_label l;
-	int err = label_of(path, &l);
+	int err = bm_backend_open(path, false, &be);
 
 	if (err < 0)
 		return err;
-	int used = bm_label_format(&l, "  ", buf, len);
-	if (used >= 0 && (size_t)used < len) {
-		struct bm_backend *be;
-		if (bm_backend_open(path, false, &be) == 0) {
-			bm_bitmap_dump_text(be, &l, "  ", buf + used, len - (size_t)used);
-			be->ops->close(be);
-		}
+	uint64_t now = be->size;
+	err = read_label_hinted(be, &l); /* (grown since it was labelled?) */
+	if (err < 0) {
+		be->ops->close(be);
+		return err;
 	}
+	int used = 0;
+	if (be->size != now)
+		used = snprintf(buf, len, "  (at its old end: it was %" PRIu64
+		                " bytes when it was labelled, it is %" PRIu64
+		                " now)\n", be->size, now);
+	if (used >= 0 && (size_t)used < len) {
+		int f = bm_label_format(&l, "  ", buf + used, len - (size_t)used);
+		used = f < 0 ? f : used + f;
+	}
+	if (used >= 0 && (size_t)used < len)
+		bm_bitmap_dump_text(be, &l, "  ", buf + used, len - (size_t)used);
+	be->ops->close(be);
 	return 0;
 }
 

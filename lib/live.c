@@ -448,7 +448,7 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0);
 	atomic_store(&c->recopy_to, 0);
-	c->recopy_end = 0;
+	atomic_store(&c->recopy_end, 0);
 	atomic_store(&c->head_pos, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
@@ -767,6 +767,9 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 	atomic_store(&c->sync_offset, 0);
 	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
+	atomic_store(&c->recopy_from, 0); /* (copied from the start) */
+	atomic_store(&c->recopy_to, 0);
+	atomic_store(&c->recopy_end, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;
@@ -866,7 +869,8 @@ static int clear_label_on(struct bm_mirror *m, struct bm_backend *be,
 {
 	struct bm_label l;
 	uint8_t *zero;
-	int err = bm_label_read_timeout(m, be, &l);
+	/* (grown since it was labelled: at its old end, be->size then) */
+	int err = bm_label_read_grown(m, be, 0, &l);
 
 	if (err == -ENOENT) /* (bm_label_decode: no label there) */
 		return bm_error(ENODATA, "it carries no blkmirror label");

@@ -178,9 +178,10 @@ struct bm_component {
 	                                   copy differs there: copied again
 	                                   before it is ACTIVE); 0: none */
 	atomic_uint_fast64_t recopy_to;    /* and the highest end of those */
-	uint64_t recopy_end;            /* sync thread: where this pass of
-	                                   the copy ends (the range copied
-	                                   again, not the rest); 0: the end */
+	atomic_uint_fast64_t recopy_end;   /* where the next pass of the copy
+	                                   ends (the range copied again, not
+	                                   the rest); 0: the end.  Zeroed
+	                                   wherever a copy starts over */
 	atomic_uint_fast64_t head_pos;  /* where its last read ended */
 	atomic_int read_errors;         /* read errors repaired so far */
 	atomic_uint epoch;              /* bumped when it reconnects: failures

@@ -202,6 +202,9 @@ static int start_full_copy_locked(struct bm_mirror *m, struct bm_component *c)
 	atomic_store(&c->sync_copied, 0); /* (a new copy) */
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->read_errors, 0);
+	atomic_store(&c->recopy_from, 0); /* (copied from the start) */
+	atomic_store(&c->recopy_to, 0);
+	atomic_store(&c->recopy_end, 0);
 	c->label.component_flags &= ~(BM_CF_INACTIVE | BM_CF_DIRTY);
 	c->label.component_flags |= BM_CF_SYNCHRONIZING | BM_CF_FORCE_SYNC;
 	if (atomic_load(&m->dirty))

@@ -432,7 +432,7 @@ static int reconnect(struct bm_mirror *m, struct bm_component *c, int from)
 	atomic_store(&c->sync_durable, 0);
 	atomic_store(&c->recopy_from, 0); /* copied again from the start */
 	atomic_store(&c->recopy_to, 0);
-	c->recopy_end = 0;
+	atomic_store(&c->recopy_end, 0);
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->hang_warned = false;

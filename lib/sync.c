@@ -679,8 +679,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 	uint64_t start = atomic_load(&t->sync_offset);
 	/* a pass over a range again (recopy_end) ends there; anything else
 	 * (a restart, a new copy) goes to the end */
-	uint64_t end = t->recopy_end > start ? t->recopy_end : m->size;
-	t->recopy_end = 0;
+	uint64_t again_end = atomic_exchange(&t->recopy_end, 0);
+	uint64_t end = again_end > start ? again_end : m->size;
 	bool regions = decide_regions(m, t);
 	uint64_t next = start, done = start, ckpt_off = start;
 	uint64_t copied_since = 0, data_until = 0;
@@ -878,7 +878,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		 * copy from there to the end */
 		uint64_t to = (again_to + CHUNK_BYTES - 1) / CHUNK_BYTES *
 		              CHUNK_BYTES;
-		t->recopy_end = to > from && to < m->size ? to : 0;
+		atomic_store(&t->recopy_end, to > from && to < m->size ? to : 0);
 		atomic_store(&t->sync_offset, from);
 		/* a stop meanwhile resumes from there, not past it */
 		if (atomic_load(&t->sync_durable) > from) {
@@ -892,8 +892,8 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		        "that every ACTIVE component failed: copied again from "
 		        "offset %llu to %llu\n", m->name, t->path,
 		        (unsigned long long)(again - 1), (unsigned long long)from,
-		        (unsigned long long)(t->recopy_end ? t->recopy_end
-		                                           : m->size));
+		        (unsigned long long)(to > from && to < m->size ? to
+		                                                 : m->size));
 		return -EAGAIN;
 	}
 	/* Every label says t is in sync before its state does (status,
