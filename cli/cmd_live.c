@@ -83,8 +83,8 @@ static void record_components(struct job *j, size_t used)
 	}
 	uint64_t sizes[BM_MAX_COMPONENTS];
 	size_t nsizes = bm_mirror_label_sizes(j->m, sizes, BM_MAX_COMPONENTS);
-	if (err == 0 && nsizes)
-		err = state_write_sizes(j->name, sizes, nsizes);
+	if (err == 0)
+		err = state_keep_sizes(j->name, sizes, nsizes);
 	if (err < 0)
 		snprintf(j->report + used, sizeof(j->report) - used,
 		         "warning: cannot record the components of %s in %s: %s; "

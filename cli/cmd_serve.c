@@ -468,19 +468,21 @@ int cmd_serve(int argc, char **argv)
 		bm_backend_set_sync_timeout_ms((long)io_timeout * 1000);
 	/* where grown components' labels are when no label says it (every
 	 * component grew): the sizes the last start recorded */
-	uint64_t sizes[BM_MAX_COMPONENTS];
-	bm_label_set_size_hints(sizes, state_read_sizes(name, sizes,
-	                                                BM_MAX_COMPONENTS));
+	state_hint_sizes(name);
 	err = bm_mirror_open_forced(name, (const char *const *)paths, n,
 	                            force_index, &st.m);
+	/* from now on the labels in memory say where (the kept sizes could
+	 * only add stale places to look) */
+	bm_label_set_size_hints(NULL, NULL, 0);
 	state_free(paths, n);
 	if (err < 0) {
 		cli_fail("%s", bm_last_error());
 		bm_nbd_server_stop(st.srv);
 		return 1;
 	}
+	uint64_t sizes[BM_MAX_COMPONENTS];
 	size_t nsizes = bm_mirror_label_sizes(st.m, sizes, BM_MAX_COMPONENTS);
-	if (nsizes && (err = state_write_sizes(name, sizes, nsizes)) < 0)
+	if ((err = state_keep_sizes(name, sizes, nsizes)) < 0)
 		fprintf(stderr, "blkmirror: %s: cannot record the components' "
 		        "sizes in %s: %s (a start after every component grew "
 		        "would not find their labels)\n", name, state_dir(),

@@ -239,9 +239,7 @@ static void offline_view(char **paths, size_t n, struct mirror_view *v,
 	snprintf(v->state, sizeof(v->state), "STOPPED");
 	/* the sizes its record keeps: where grown components' labels are
 	 * (also for the preview that follows) */
-	uint64_t hints[BM_MAX_COMPONENTS];
-	bm_label_set_size_hints(hints, state_read_sizes(v->name, hints,
-	                                                BM_MAX_COMPONENTS));
+	state_hint_sizes(v->name);
 	for (size_t i = 0; i < n && i < BM_MAX_COMPONENTS; i++) {
 		struct comp_view *c = &v->comp[v->n++];
 		char *d = details[i];
@@ -1055,6 +1053,7 @@ static int destroy_one(const char *name, bool force)
 		state_free(paths, n);
 		return cli_fail("out of memory");
 	}
+	state_hint_sizes(name); /* (components grown since labelled) */
 	for (size_t i = 0; i < n; i++) {
 		if (bm_label_probe(paths[i], lname, sizeof(lname)) < 0) {
 			printf("%s: left alone: %s\n", paths[i], bm_last_error());

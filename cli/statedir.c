@@ -168,6 +168,7 @@ int state_list_mirrors(char ***names, size_t *n)
 int state_component_labeled(const char *path, const char *name)
 {
 	char lname[BM_NAME_MAX + 1];
+	state_hint_sizes(name); /* (grown since it was labelled?) */
 	int r = bm_label_probe(path, lname, sizeof(lname));
 
 	/* one that does not answer may still carry it: kept */
@@ -182,6 +183,7 @@ static bool maybe_labeled(const char *path, const char *name)
 	char lname[BM_NAME_MAX + 1];
 	struct stat st;
 	bool opened;
+	state_hint_sizes(name); /* (grown since it was labelled?) */
 	int r = bm_label_probe_opened(path, lname, sizeof(lname), &opened);
 
 	if (r == 0)
@@ -543,13 +545,39 @@ int state_write_sizes(const char *name, const uint64_t *sizes, size_t n)
 	return state_write_file(name, ".sizes", text);
 }
 
+void state_hint_sizes(const char *name)
+{
+	uint64_t sizes[BM_MAX_COMPONENTS];
+
+	bm_label_set_size_hints(name, sizes,
+	                        state_read_sizes(name, sizes, BM_MAX_COMPONENTS));
+}
+
+int state_keep_sizes(const char *name, const uint64_t *now, size_t n)
+{
+	uint64_t all[BM_MAX_COMPONENTS], was[BM_MAX_COMPONENTS];
+	size_t k = 0, nwas = state_read_sizes(name, was, BM_MAX_COMPONENTS);
+
+	/* the labels' sizes now first, then those kept before (a component
+	 * absent at this start keeps its own), each once */
+	for (size_t i = 0; i < n + nwas && k < BM_MAX_COMPONENTS; i++) {
+		uint64_t v = i < n ? now[i] : was[i - n];
+		bool seen = v == 0;
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = all[j] == v;
+		if (!seen)
+			all[k++] = v;
+	}
+	return k ? state_write_sizes(name, all, k) : 0;
+}
+
 void state_hint_sizes_of(const char *path)
 {
 	uint64_t sizes[BM_MAX_COMPONENTS];
-	size_t nsizes = 0;
 	char **names, **paths;
 	size_t nn, np;
 
+	bm_label_set_size_hints(NULL, NULL, 0); /* (none from before) */
 	if (!path || state_list_mirrors(&names, &nn) < 0)
 		return;
 	for (size_t i = 0; i < nn; i++) {
@@ -559,10 +587,10 @@ void state_hint_sizes_of(const char *path)
 		for (size_t k = 0; k < np && !listed; k++)
 			listed = strcmp(paths[k], path) == 0;
 		state_free(paths, np);
-		if (listed && nsizes < BM_MAX_COMPONENTS)
-			nsizes += state_read_sizes(names[i], sizes + nsizes,
-			                           BM_MAX_COMPONENTS - nsizes);
+		if (listed)
+			bm_label_add_size_hints(names[i], sizes,
+			                        state_read_sizes(names[i], sizes,
+			                                         BM_MAX_COMPONENTS));
 	}
 	state_free(names, nn);
-	bm_label_set_size_hints(sizes, nsizes);
 }

@@ -80,7 +80,11 @@ void state_remove_file(const char *name, const char *suffix);
  * (the count; 0 when none is kept) and written (0 or -errno). */
 size_t state_read_sizes(const char *name, uint64_t *sizes, size_t max);
 int state_write_sizes(const char *name, const uint64_t *sizes, size_t n);
-/* bm_label_set_size_hints from the records that list path (clear, dump). */
+/* Keeps the sizes the labels record now, and those kept before. */
+int state_keep_sizes(const char *name, const uint64_t *now, size_t n);
+/* bm_label_set_size_hints from name's record, or from every record that
+ * lists path (clear, dump). */
+void state_hint_sizes(const char *name);
 void state_hint_sizes_of(const char *path);
 
 #endif

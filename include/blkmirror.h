@@ -104,7 +104,13 @@ int bm_label_clear(const char *path);
  * label at its old end, looked for there when no other label says where
  * (every component grew).  For this process: the start, status, clear
  * and dump look at them too. */
-void bm_label_set_size_hints(const uint64_t *sizes, size_t n);
+void bm_label_set_size_hints(const char *name, const uint64_t *sizes,
+                             size_t n);
+/* The same, added to those set (another mirror that lists the path).  A
+ * label found at a hint's size is taken only when it is its mirror's
+ * (name); NULL name: none. */
+void bm_label_add_size_hints(const char *name, const uint64_t *sizes,
+                             size_t n);
 /* Whether clearing path's label loses data: `others` are the other
  * components its mirror lists.  0 when it does not (another component in
  * sync with it keeps the data, or none of the mirror's is left labelled);

@@ -103,15 +103,36 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
  * -EEXIST for two; the read's error (-ETIMEDOUT: it did not answer within
  * timeout_ms, or the process's deadline when 0).
  */
-static uint64_t size_hints[BM_MAX_COMPONENTS];
-static int nsize_hints;
+/* Sizes a record keeps, each with the mirror it is for: a label found
+ * at one of them is taken only when it is that mirror's. */
+static struct {
+	uint64_t size;
+	char name[BM_NAME_MAX + 1];
+} hints[BM_MAX_COMPONENTS];
+static int nhints;
 
-void bm_label_set_size_hints(const uint64_t *sizes, size_t n)
+void bm_label_set_size_hints(const char *name, const uint64_t *sizes,
+                             size_t n)
 {
-	nsize_hints = 0;
-	for (size_t i = 0; i < n && nsize_hints < BM_MAX_COMPONENTS; i++)
-		if (sizes[i])
-			size_hints[nsize_hints++] = sizes[i];
+	nhints = 0;
+	bm_label_add_size_hints(name, sizes, n);
+}
+
+void bm_label_add_size_hints(const char *name, const uint64_t *sizes,
+                             size_t n)
+{
+	for (size_t i = 0; name && i < n && nhints < BM_MAX_COMPONENTS; i++) {
+		bool seen = sizes[i] == 0;
+		for (int k = 0; k < nhints && !seen; k++)
+			seen = hints[k].size == sizes[i] &&
+			       strcmp(hints[k].name, name) == 0;
+		if (seen)
+			continue;
+		hints[nhints].size = sizes[i];
+		snprintf(hints[nhints].name, sizeof(hints[nhints].name), "%s",
+		         name);
+		nhints++;
+	}
 }
 
 size_t bm_mirror_label_sizes(bm_mirror *m, uint64_t *sizes, size_t max)
@@ -137,11 +158,16 @@ int bm_label_find_grown(struct bm_backend *be, const uint64_t *given,
 	/* the sizes given, then the hints (the sizes a record keeps: a
 	 * mirror whose components all grew has no label to give one) */
 	uint64_t sizes[2 * BM_MAX_COMPONENTS + 2], at = 0;
+	const char *only[2 * BM_MAX_COMPONENTS + 2]; /* a hint's mirror */
 	int n = 0;
-	for (int i = 0; i < ngiven && n < BM_MAX_COMPONENTS + 2; i++)
+	for (int i = 0; i < ngiven && n < BM_MAX_COMPONENTS + 2; i++) {
+		only[n] = NULL;
 		sizes[n++] = given[i];
-	for (int i = 0; i < nsize_hints; i++)
-		sizes[n++] = size_hints[i];
+	}
+	for (int i = 0; i < nhints; i++) {
+		only[n] = hints[i].name;
+		sizes[n++] = hints[i].size;
+	}
 	uint8_t *buf;
 	int err = 0;
 
@@ -168,7 +194,8 @@ int bm_label_find_grown(struct bm_backend *be, const uint64_t *given,
 			break;
 		}
 		if (bm_label_decode(buf, BM_LABEL_SIZE, &found) < 0 ||
-		    bm_label_offset(found.component_size) != off)
+		    bm_label_offset(found.component_size) != off ||
+		    (only[i] && strcmp(found.name, only[i]) != 0))
 			continue;
 		if (at)
 			err = bm_error(EEXIST, "%s: has no blkmirror label at its "
@@ -200,7 +227,7 @@ static int read_label_hinted(struct bm_backend *be, struct bm_label *l)
 {
 	int err = bm_label_read_be(be, l);
 
-	if (err != -ENOENT || nsize_hints == 0)
+	if (err != -ENOENT || nhints == 0)
 		return err;
 	char msg[400];
 	snprintf(msg, sizeof(msg), "%s", bm_last_error());
@@ -457,9 +484,15 @@ int bm_label_clear(const char *path)
 
 	if (err < 0)
 		return err;
-	/* grown since it was labelled: at its old end (be->size becomes
-	 * that size, where the metadata is cleared) */
-	err = read_label_hinted(be, &l);
+	err = bm_label_read_be(be, &l);
+	if (err == -ENOENT && nhints) {
+		/* grown since it was labelled: at its old end (be->size
+		 * becomes that size, where the metadata is cleared); two
+		 * there, or one that cannot be read: nothing is written */
+		err = bm_label_find_grown(be, NULL, 0, &l, 0);
+		if (err < 0 && err != -ENOENT)
+			goto out;
+	}
 	if (err == -ENOENT) {
 		err = bm_error(ENOENT, "%s: has no blkmirror label", path);
 		goto out;

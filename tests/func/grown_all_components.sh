@@ -31,6 +31,10 @@ qemu-io -f raw "$(uri m0)" -c 'read -P 0x47 1M 64k' >/dev/null || fail "the data
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x48 2M 64k' >/dev/null || fail "write with both grown"
 stop m0
 cmp -n $((30 * MIB)) "$T/a" "$T/b" || fail "the copies differ"
+# forget without -f sees the labels at the old ends (before: "forgotten",
+# the record and its sizes dropped, the mirror left unstartable)
+expect_error "every component of 'm0' still carries its label" bm forget m0
+[ -s "$BLKMIRROR_STATE_DIR/m0.sizes" ] || fail "forget dropped the sizes"
 
 # clear of a grown component clears its old end (the label's MiB there)
 bm label -n m1 "$T/c" "$T/d" >/dev/null
@@ -43,3 +47,14 @@ out=$(bm clear -f "$T/d") || fail "clear of a grown component: $out"
 [ "$(old_end "$T/d")" -eq 0 ] || fail "clear left metadata at d's old end"
 out=$(bm dump "$T/d" 2>&1) && fail "d still shows a label: $out"
 has "has no blkmirror label" <<<"$out" || fail "dump after clear: $out"
+# what m1's record says of d is about m1's labels only: another mirror's
+# label at that old end (d holds a copy of x's e now) is neither shown
+# nor cleared through it
+mkimg 32 e f
+bm label -n x "$T/e" "$T/f" >/dev/null
+cp "$T/e" "$T/d"
+truncate -s 48M "$T/d"
+out=$(bm dump "$T/d" 2>&1) && fail "dump took x's label at d's old end for m1's: $out"
+before=$(sha256sum <"$T/d")
+expect_error "has no blkmirror label" bm clear -f "$T/d"
+[ "$(sha256sum <"$T/d")" = "$before" ] || fail "clear wrote to d"

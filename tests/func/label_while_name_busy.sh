@@ -21,7 +21,7 @@ for f in a b c d; do
   out=$(bm dump "$T/$f" 2>&1) && fail "$f got a label: $out"
 done
 [ ! -e "$BLKMIRROR_STATE_DIR/m0.components" ] || fail "a record was written"
-ls "$BLKMIRROR_STATE_DIR" | grep -q tmp && fail "a temporary record was left"
+ls "$BLKMIRROR_STATE_DIR" | has tmp && fail "a temporary record was left"
 kill "$holder"; wait "$holder" 2>/dev/null || true
 # free again: both work (forget drops label's record, and assemble
 # records m0 again from the labels)

@@ -72,21 +72,29 @@ awk '/^ra: comp [0-9]+ chunk 2097152: positioning/ && $7 + 0 >= 4 { ok = 1 } END
 # Two 100 MiB/s disks that do not seek: back at the floor (2 MiB) once
 # measured, whatever the warm-up of a fresh server and disks did.
 stream_mirror m1 f0 f1 size=160M rate=100 fill=4
+# the last decision of component $1 (after the first, which a fresh
+# server's warm-up may have made) is at the floor
+at_floor() {
+  local last
+  last=$(sed -n "s/^ra: comp $1 chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p" "$T/m1.log" |
+         sed 1d | tail -n 1)
+  [ "$last" = $((2 * MIB)) ]
+}
+# Two streams, and up to two more while a component is not back there:
+# on a busy machine (the ASan build in CI, other tests beside it) the
+# noise of a measure looks like positioning, and one stream may keep a
+# 4 MiB chunk a while; a product that never comes back fails.
 qd1_stream m1
-qd1_stream m1
+for _ in 1 2 3; do
+  qd1_stream m1
+  at_floor 0 && at_floor 1 && break
+done
 stop m1
 check_decisions "$T/m1.log" || fail "a chunk-size decision on flat disks did not follow its measure"
 for c in 0 1; do
-  # its decisions after the first: most leave it at 2 MiB
   sizes=$(sed -n "s/^ra: comp $c chunk [0-9]*: positioning .* -> chunk \([0-9]*\) .*/\1/p" "$T/m1.log" | sed 1d)
   n=$(echo "$sizes" | grep -c .) || true
-  at_floor=$(echo "$sizes" | grep -cx $((2 * MIB))) || true
-  last=$(echo "$sizes" | tail -n 1)
-  echo "component $c: $at_floor of $n decisions at 2 MiB, the last at $last"
+  echo "component $c: decisions after the first: $(echo $sizes)"
   [ "$n" -ge 2 ] || fail "component $c of the flat disks made too few decisions ($n) in two streams"
-  # back at the floor: most decisions there, or at least the last one (a
-  # noisy machine, the ASan build in CI, can make an early one climb:
-  # 1 of 3 at 2 MiB was seen once)
-  [ $((2 * at_floor)) -gt "$n" ] || [ "$last" = $((2 * MIB)) ] ||
-    fail "component $c of flat disks stayed above its floor: $at_floor of $n decisions at 2 MiB, the last at $last"
+  at_floor $c || fail "component $c of flat disks is not back at its floor (2 MiB) after 4 streams: $(echo $sizes)"
 done
