@@ -68,8 +68,10 @@ int bm_label_read_be(struct bm_backend *be, struct bm_label *l)
 	if (err == -ETIMEDOUT) {
 		free(buf);
 		return bm_error(err, "%s: does not answer: its label was not "
-		                "read within %ld s (its connection is up)",
-		                be->path, (bm_backend_sync_timeout_ms() + 999) / 1000);
+		                "read within %ld s (%s)", be->path,
+		                (bm_backend_sync_timeout_ms() + 999) / 1000,
+		                strstr(be->path, "://") ? "its connection is up"
+		                : "the kernel holds the read");
 	}
 	if (err < 0) {
 		free(buf);

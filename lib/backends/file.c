@@ -109,6 +109,10 @@ struct file_backend {
 	pthread_t workers[POOL_THREADS];
 
 	atomic_int inflight;
+	atomic_bool abandoned;     /* closed with requests in the kernel */
+	dev_t left_dev;            /* its key in left[] */
+	ino_t left_ino;
+	atomic_bool files_closed;
 };
 
 static bool aligned(const struct bm_breq *r)
@@ -332,9 +336,87 @@ static void uring_queue(struct file_backend *fb, struct bm_breq *r)
 	pthread_mutex_unlock(&fb->sq_lock);
 }
 
+/* What this process left behind (file_close: requests the kernel still
+ * holds), so that opening its path again says so rather than "in use by
+ * another": a block device by its number, a file by device and inode. */
+#define LEFT_MAX 16
+static pthread_mutex_t left_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	dev_t dev;
+	ino_t ino;
+} left[LEFT_MAX];
+static int nleft;
+
+static void left_key(const struct stat *st, dev_t *dev, ino_t *ino)
+{
+	*dev = S_ISBLK(st->st_mode) ? st->st_rdev : st->st_dev;
+	*ino = S_ISBLK(st->st_mode) ? 0 : st->st_ino;
+}
+
+static void left_add(dev_t dev, ino_t ino)
+{
+	pthread_mutex_lock(&left_lock);
+	if (nleft < LEFT_MAX)
+		left[nleft++] = (typeof(left[0])){dev, ino};
+	pthread_mutex_unlock(&left_lock);
+}
+
+static void left_del(dev_t dev, ino_t ino)
+{
+	pthread_mutex_lock(&left_lock);
+	for (int i = 0; i < nleft; i++)
+		if (left[i].dev == dev && left[i].ino == ino) {
+			left[i] = left[--nleft];
+			break;
+		}
+	pthread_mutex_unlock(&left_lock);
+}
+
+/* Whether path is one this process left behind. */
+static bool left_behind(const char *path)
+{
+	struct stat st;
+	dev_t dev;
+	ino_t ino;
+	bool found = false;
+
+	if (stat(path, &st) < 0)
+		return false;
+	left_key(&st, &dev, &ino);
+	pthread_mutex_lock(&left_lock);
+	for (int i = 0; i < nleft && !found; i++)
+		found = left[i].dev == dev && left[i].ino == ino;
+	pthread_mutex_unlock(&left_lock);
+	return found;
+}
+
+static int refuse_left_behind(const char *path)
+{
+	return bm_error(EBUSY, "%s: requests given up on (it did not answer) "
+	                "are still in the kernel; it is opened again once they "
+	                "come back", path);
+}
+
+/* Closes the descriptors once (their flock goes with them). */
+static void close_files(struct file_backend *fb)
+{
+	if (atomic_exchange(&fb->files_closed, true))
+		return;
+	if (fb->fd_direct >= 0)
+		close(fb->fd_direct);
+	close(fb->fd_buffered);
+	if (atomic_load(&fb->abandoned))
+		left_del(fb->left_dev, fb->left_ino);
+}
+
 static void finish(struct file_backend *fb, struct bm_breq *r, int result)
 {
-	atomic_fetch_sub(&fb->inflight, 1);
+	/* the last request of a backend left behind (file_close) came
+	 * back: its files go now, so that the path can be opened again
+	 * (its lock was held for as long as a write of it could land) */
+	if (atomic_fetch_sub(&fb->inflight, 1) == 1 &&
+	    atomic_load(&fb->abandoned))
+		close_files(fb);
 	r->done(r, result);
 }
 
@@ -495,51 +577,42 @@ static int file_submit(struct bm_backend *be, struct bm_breq *r)
 	return err;
 }
 
+/*
+ * Synchronous calls (labels, leases, the start's reads) go through
+ * submit() with the process's deadline, as an NBD export's do: a file or
+ * device whose requests the kernel holds (a hung disk, an NFS server gone,
+ * a FUSE file that never answers) makes them fail with -ETIMEDOUT instead
+ * of hanging the start or a verb in a read nothing can interrupt.  It is
+ * then given up (aborted): later calls fail at once, and the close waits
+ * a bounded time for what the kernel still holds (file_close).
+ */
+static int file_sync_call(struct bm_backend *be, enum bm_bop op, void *buf,
+                          size_t len, uint64_t off)
+{
+	if (len > (1u << 30))
+		return -EINVAL; /* (no caller asks that much at once) */
+	int err = bm_backend_io_wait_timeout(be, op, buf, (uint32_t)len, off,
+	                                     0, bm_backend_sync_timeout_ms());
+	if (err == -ETIMEDOUT)
+		be->ops->abort(be);
+	return err;
+}
+
 static int file_pread_sync(struct bm_backend *be, void *buf, size_t len,
                            uint64_t off)
 {
-	struct file_backend *fb = (struct file_backend *)be;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fb->fd_buffered, (char *)buf + done, len - done,
-		                  (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return file_sync_call(be, BM_BOP_READ, buf, len, off);
 }
 
 static int file_pwrite_sync(struct bm_backend *be, const void *buf,
                             size_t len, uint64_t off)
 {
-	struct file_backend *fb = (struct file_backend *)be;
-	size_t done = 0;
-	int shrank = refuse_if_shrank(fb);
-
-	if (shrank)
-		return shrank;
-	while (done < len) {
-		ssize_t n = pwrite(fb->fd_buffered, (const char *)buf + done,
-		                   len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
+	return file_sync_call(be, BM_BOP_WRITE, (void *)buf, len, off);
 }
 
 static int file_flush_sync(struct bm_backend *be)
 {
-	struct file_backend *fb = (struct file_backend *)be;
-	return fdatasync(fb->fd_buffered) < 0 ? -errno : 0;
+	return file_sync_call(be, BM_BOP_FLUSH, NULL, 0, 0);
 }
 
 static void file_close(struct bm_backend *be)
@@ -552,9 +625,19 @@ static void file_close(struct bm_backend *be)
 			/* The kernel has not given them back (a hung device):
 			 * leave them, their buffers and this backend behind. */
 			fprintf(stderr, "blkmirror: %s: %d requests still in the "
-			        "kernel %d s after abort; leaving them\n",
+			        "kernel %d s after abort; leaving them (the "
+			        "path is held until they come back)\n",
 			        be->path, atomic_load(&fb->inflight),
 			        ABORT_CLOSE_WAIT_MS / 1000);
+			struct stat st = {.st_mode = fb->is_blockdev ? S_IFBLK
+			                                            : S_IFREG,
+			                  .st_dev = be->st_dev, .st_ino = be->st_ino,
+			                  .st_rdev = be->st_rdev};
+			left_key(&st, &fb->left_dev, &fb->left_ino);
+			left_add(fb->left_dev, fb->left_ino);
+			atomic_store(&fb->abandoned, true);
+			if (atomic_load(&fb->inflight) == 0) /* (came back) */
+				close_files(fb);
 			return;
 		}
 		usleep(1000);
@@ -579,9 +662,7 @@ static void file_close(struct bm_backend *be)
 			pthread_join(fb->workers[i], NULL);
 		free(fb->queue);
 	}
-	if (fb->fd_direct >= 0)
-		close(fb->fd_direct);
-	close(fb->fd_buffered);
+	close_files(fb);
 	pthread_mutex_destroy(&fb->sq_lock);
 	pthread_mutex_destroy(&fb->pool_lock);
 	pthread_cond_destroy(&fb->pool_cond);
@@ -770,6 +851,8 @@ int bm_file_backend_open(const char *path, bool exclusive,
 	fd = open(path, O_RDWR | O_CLOEXEC | (exclusive ? O_EXCL : 0));
 	if (fd < 0 && errno == EBUSY && exclusive) {
 		char who[512];
+		if (left_behind(path))
+			return refuse_left_behind(path);
 		if (bm_blockdev_in_use(path, who, sizeof(who), false))
 			return bm_error(EBUSY, "%s: the device is %s", path, who);
 		return bm_error(EBUSY, "%s: the device is in use (opened "
@@ -804,6 +887,8 @@ int bm_file_backend_open(const char *path, bool exclusive,
 	if (exclusive && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		err = errno;
 		close(fd);
+		if (err == EWOULDBLOCK && left_behind(path))
+			return refuse_left_behind(path);
 		if (err == EWOULDBLOCK)
 			return bm_error(EBUSY, "%s: in use by a running blkmirror; stop "
 			                "that mirror first", path);

@@ -61,7 +61,7 @@ jdev=$(bm status --json m0 | jq -r '.[0].device') || fail "status --json failed"
 stop m0
 nothing_left
 left=$(cd "$T/state" && ls | tr '\n' ' ')
-[ "$left" = "m0.components m0.lock " ] || fail "state directory holds: $left"
+[ "$left" = "m0.components m0.lock m0.sizes " ] || fail "state directory holds: $left"
 
 # What was written reached the mirror: both copies are identical, and
 # one component alone (its data area) holds the file system and files.

@@ -85,4 +85,4 @@ bm detach "$dev" >/dev/null || fail "detach by device failed"
 expect_error "m0 is not attached" bm detach m0
 stop m0
 left=$(cd "$T/state" && ls | tr '\n' ' ')
-[ "$left" = "m0.components m0.lock " ] || fail "state directory holds: $left"
+[ "$left" = "m0.components m0.lock m0.sizes " ] || fail "state directory holds: $left"

@@ -50,4 +50,4 @@ expect_error "m0: detached $dev, but flushing $dev failed" bm detach m0
 nothing_left
 stop m0
 left=$(cd "$T/state" && ls | tr '\n' ' ')
-[ "$left" = "m0.components m0.lock " ] || fail "state directory holds: $left"
+[ "$left" = "m0.components m0.lock m0.sizes " ] || fail "state directory holds: $left"
