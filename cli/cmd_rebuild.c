@@ -167,6 +167,7 @@ int configure_priority(const char *name, const char *component, int priority)
 	 * starts meanwhile; running: the server does it. */
 	int r = state_lock(name, "configure", &lock_fd, &pid, what, sizeof(what));
 	if (r == 0) {
+		state_hint_sizes(name); /* (grown since it was labelled?) */
 		rc = bm_label_set_priority(name, path, (uint32_t)priority) < 0
 		     ? cli_fail("%s", bm_last_error()) : 0;
 		state_unlock(lock_fd);

@@ -756,6 +756,7 @@ int cmd_configure(int argc, char **argv)
 	r = state_lock(name, "configure", &lock_fd, &pid, what, sizeof(what));
 	if (r == 0) {
 		rc = 0;
+		state_hint_sizes(name); /* (components grown since labelled) */
 		if (bm_label_configure((const char *const *)paths, n, balance,
 		                       slice) < 0)
 			rc = cli_fail("%s", bm_last_error());

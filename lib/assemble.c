@@ -225,7 +225,7 @@ int bm_label_find_grown(struct bm_backend *be, const uint64_t *given,
  * the size hints give (bm_label_set_size_hints: a verb on a mirror whose
  * record keeps them); be->size becomes the size it was found at.  The
  * end's message stays when none is there either. */
-static int read_label_hinted(struct bm_backend *be, struct bm_label *l)
+int bm_label_read_hinted(struct bm_backend *be, struct bm_label *l)
 {
 	int err = bm_label_read_be(be, l);
 
@@ -639,7 +639,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 		return bm_error(ENOMEM, "out of memory");
 	r = bm_backend_open(path, false, &be);
 	if (r == 0) {
-		r = read_label_hinted(be, &in[0].label);
+		r = bm_label_read_hinted(be, &in[0].label);
 		in[0].data_area = bm_data_area(be->size);
 		if (r == 0) /* (the history as serve sees it) */
 			in[0].clear_seq = bm_bitmap_clear_seq_of(be, &in[0].label);
@@ -665,7 +665,7 @@ int bm_label_clear_loses_data(const char *path, const char *const *others,
 			k++;
 			continue;
 		}
-		int lr = read_label_hinted(be, &in[k].label);
+		int lr = bm_label_read_hinted(be, &in[k].label);
 		if (lr == 0 && in[k].label.mirror_id == in[0].label.mirror_id) {
 			in[k].present = true;
 			in[k].data_area = bm_data_area(be->size);
@@ -740,7 +740,7 @@ static int label_of_opened(const char *path, struct bm_label *l,
 		*opened = err == 0;
 	if (err < 0)
 		return err;
-	err = read_label_hinted(be, l);
+	err = bm_label_read_hinted(be, l);
 	be->ops->close(be);
 	return err;
 }
@@ -904,7 +904,7 @@ static int label_of_member(const char *path, const char *const *all,
 	if (err < 0)
 		return err;
 	uint64_t now = be->size;
-	err = read_label_hinted(be, l); /* (the record's sizes) */
+	err = bm_label_read_hinted(be, l); /* (the record's sizes) */
 	if (err == -ENOENT) {
 		char msg[400];
 		snprintf(msg, sizeof(msg), "%s", bm_last_error());
@@ -972,7 +972,7 @@ int bm_label_dump(const char *path, char *buf, size_t len)
 	if (err < 0)
 		return err;
 	uint64_t now = be->size;
-	err = read_label_hinted(be, &l); /* (grown since it was labelled?) */
+	err = bm_label_read_hinted(be, &l); /* (grown since it was labelled?) */
 	if (err < 0) {
 		be->ops->close(be);
 		return err;
@@ -1003,7 +1003,7 @@ int bm_label_configure(const char *const *paths, size_t n, int balance,
 		int err = bm_backend_open(paths[i], true, &be);
 		if (err < 0)
 			return err;
-		err = bm_label_read_be(be, &l);
+		err = bm_label_read_hinted(be, &l); /* (grown: its old end) */
 		if (err == 0)
 			err = bm_lease_check_free(be); /* no live server on it */
 		if (err == 0) {

@@ -480,6 +480,10 @@ struct bm_mirror {
 /* assemble.c: a random nonzero id; the label of an open component. */
 uint64_t bm_random_id(void);
 int bm_label_read_be(struct bm_backend *be, struct bm_label *l);
+/* The same, and when there is none at be's end, at the old ends the size
+ * hints give (bm_label_set_size_hints: a verb on a mirror whose record
+ * keeps them); be->size becomes the size it was found at. */
+int bm_label_read_hinted(struct bm_backend *be, struct bm_label *l);
 /* A component grown since it was labelled: its label at one of its old
  * ends (sizes[]: sizes its label may record); be->size becomes that
  * size.  0; -ENOENT none; -EEXIST two; a read error (assemble.c). */

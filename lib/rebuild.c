@@ -566,21 +566,12 @@ int bm_label_set_priority(const char *name, const char *path,
 {
 	struct bm_backend *be;
 	struct bm_label l;
-	uint8_t *buf = NULL;
 	int err = bm_backend_open(path, true, &be);
 
 	if (err < 0)
 		return err;
-	if (be->size < BM_MIN_COMPONENT_SIZE ||
-	    posix_memalign((void **)&buf, 4096, BM_LABEL_SIZE)) {
-		err = bm_error(ENOSPC, "%s: has no blkmirror label", path);
-		buf = NULL;
-		goto out;
-	}
-	err = be->ops->pread_sync(be, buf, BM_LABEL_SIZE,
-	                          bm_label_offset(be->size));
-	if (err == 0)
-		err = bm_label_decode(buf, BM_LABEL_SIZE, &l);
+	/* (grown since it was labelled: at its old end, be->size then) */
+	err = bm_label_read_hinted(be, &l);
 	if (err < 0) {
 		err = bm_error(err, "%s: cannot read its label: %s", path,
 		               err == -ENOENT ? "there is none" : bm_last_error());
@@ -601,7 +592,6 @@ int bm_label_set_priority(const char *name, const char *path,
 		err = bm_error(err, "%s: cannot write its label: %s", path,
 		               strerror(-err));
 out:
-	free(buf);
 	be->ops->close(be);
 	return err;
 }

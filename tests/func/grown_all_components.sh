@@ -31,6 +31,17 @@ qemu-io -f raw "$(uri m0)" -c 'read -P 0x47 1M 64k' >/dev/null || fail "the data
 qemu-io -f raw "$(uri m0)" -c 'write -P 0x48 2M 64k' >/dev/null || fail "write with both grown"
 stop m0
 cmp -n $((30 * MIB)) "$T/a" "$T/b" || fail "the copies differ"
+# offline configure and priority write the labels where they are (before:
+# "no component has a label", nothing written)
+bm configure -b load m0 >/dev/null || fail "configure of the stopped, grown mirror"
+bm configure -p 7 m0 "$T/b" >/dev/null || fail "priority of a grown component"
+out=$(bm dump "$T/a") || fail "dump a: $out"
+has -E "Balance: *load" <<<"$out" || fail "a's label does not say load: $out"
+out=$(bm dump "$T/b") || fail "dump b: $out"
+has -E "Priority: *7" <<<"$out" || fail "b's label does not say priority 7: $out"
+for f in a b; do
+  [ "$(tail -c $MIB "$T/$f" | tr -d '\0' | wc -c)" -eq 0 ] || fail "a label was written at $f's new end"
+done
 # forget without -f sees the labels at the old ends (before: "forgotten",
 # the record and its sizes dropped, the mirror left unstartable)
 expect_error "every component of 'm0' still carries its label" bm forget m0
