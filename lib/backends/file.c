@@ -110,6 +110,7 @@ struct file_backend {
 
 	atomic_int inflight;
 	atomic_bool abandoned;     /* closed with requests in the kernel */
+	bool exclusive;            /* opened to use (locked, claimed) */
 	dev_t left_dev;            /* its key in left[] */
 	ino_t left_ino;
 	atomic_bool files_closed;
@@ -405,7 +406,7 @@ static void close_files(struct file_backend *fb)
 	if (fb->fd_direct >= 0)
 		close(fb->fd_direct);
 	close(fb->fd_buffered);
-	if (atomic_load(&fb->abandoned))
+	if (atomic_load(&fb->abandoned) && fb->exclusive)
 		left_del(fb->left_dev, fb->left_ino);
 }
 
@@ -615,10 +616,17 @@ static int file_flush_sync(struct bm_backend *be)
 	return file_sync_call(be, BM_BOP_FLUSH, NULL, 0, 0);
 }
 
+static void file_abort(struct bm_backend *be);
+
 static void file_close(struct bm_backend *be)
 {
 	struct file_backend *fb = (struct file_backend *)be;
 
+	/* a request whose waiter gave up (a read past its deadline: the
+	 * lease, the bitmap header) may never come back: not waited for
+	 * unbounded, as an export's (nbd.c nbd_close_backend) */
+	if (atomic_load(&be->detached) > 0)
+		file_abort(be);
 	bool bounded = atomic_load(&fb->aborted);
 	for (int ms = 0; atomic_load(&fb->inflight) > 0; ms++) {
 		if (bounded && ms >= ABORT_CLOSE_WAIT_MS) {
@@ -634,7 +642,8 @@ static void file_close(struct bm_backend *be)
 			                  .st_dev = be->st_dev, .st_ino = be->st_ino,
 			                  .st_rdev = be->st_rdev};
 			left_key(&st, &fb->left_dev, &fb->left_ino);
-			left_add(fb->left_dev, fb->left_ino);
+			if (fb->exclusive) /* (what holds the path) */
+				left_add(fb->left_dev, fb->left_ino);
 			atomic_store(&fb->abandoned, true);
 			if (atomic_load(&fb->inflight) == 0) /* (came back) */
 				close_files(fb);
@@ -900,6 +909,7 @@ int bm_file_backend_open(const char *path, bool exclusive,
 		return bm_error(ENOMEM, "out of memory");
 	}
 	fb->fd_buffered = fd;
+	fb->exclusive = exclusive;
 	fb->is_blockdev = S_ISBLK(st.st_mode);
 	fb->base.ops = fb->is_blockdev ? &blockdev_ops : &file_ops;
 	snprintf(fb->base.path, sizeof(fb->base.path), "%s", path);
