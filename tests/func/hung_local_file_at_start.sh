@@ -7,16 +7,11 @@
 # request given up on is still in the kernel), not "in use by a running
 # blkmirror".  Before, serve never got past the label read.
 . "$(dirname "$0")/lib.sh"
-need nbdfuse
 need qemu-io
 mkimg 8 a
 hangdisk h 8
-mkdir "$T/fuse"
-nbdfuse "$T/fuse" "$(disk_uri h)" >>"$T/nbdfuse.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do [ -f "$T/fuse/nbd" ] && break; sleep 0.05; done
-[ -f "$T/fuse/nbd" ] || skip "nbdfuse did not mount (FUSE unavailable?)"
-F="$T/fuse/nbd"
+fuse_file h
+F="$T/h.fuse/nbd"
 bm label -n m0 "$T/a" "$F" >/dev/null
 hang h
 t0=$(date +%s)

@@ -6,17 +6,12 @@
 # backend with such a read, as an export's close does).  Before, the start
 # hung in that close.
 . "$(dirname "$0")/lib.sh"
-need nbdfuse
 need qemu-io
 mkimg 8 a
 lease=$((8 * MIB - 8192))
 hangdisk h 8 "$lease"          # holds the reads of its lease while hung
-mkdir "$T/fuse"
-nbdfuse "$T/fuse" "$(disk_uri h)" >>"$T/nbdfuse.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do [ -f "$T/fuse/nbd" ] && break; sleep 0.05; done
-[ -f "$T/fuse/nbd" ] || skip "nbdfuse did not mount (FUSE unavailable?)"
-F="$T/fuse/nbd"
+fuse_file h
+F="$T/h.fuse/nbd"
 bm label -n m0 "$T/a" "$F" >/dev/null
 hang h
 serve m0 --io-timeout 2

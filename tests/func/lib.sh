@@ -514,6 +514,17 @@ hangdisk() {
   for _ in $(seq 1 100); do [ -s "$T/$name.disk.pid" ] && break; sleep 0.05; done
   PIDS+=("$(cat "$T/$name.disk.pid")")
 }
+# fuse_file NAME: disk NAME (hangdisk, filedisk) as a local file,
+# $T/NAME.fuse/nbd, through nbdfuse: a file whose requests the kernel
+# holds while the disk hangs (a hung disk, an NFS server gone)
+fuse_file() {
+  command -v nbdfuse >/dev/null || skip "nbdfuse is not installed"
+  mkdir -p "$T/$1.fuse"
+  nbdfuse "$T/$1.fuse" "$(disk_uri "$1")" >>"$T/$1.nbdfuse.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do [ -f "$T/$1.fuse/nbd" ] && return 0; sleep 0.05; done
+  skip "nbdfuse did not mount (FUSE unavailable?)"
+}
 # waiting_verb NAME CMD...: runs CMD (output in $T/NAME.out) in the
 # background ($waiting: its pid) and fails unless it is still running
 # 0.5 s later (waiting on a component that hangs)
