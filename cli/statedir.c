@@ -531,7 +531,7 @@ size_t state_read_sizes(const char *name, uint64_t *sizes, size_t max)
 	return n;
 }
 
-int state_write_sizes(const char *name, const uint64_t *sizes, size_t n)
+static int write_sizes(const char *name, const uint64_t *sizes, size_t n)
 {
 	char text[1024];
 	size_t used = 0;
@@ -568,7 +568,7 @@ int state_keep_sizes(const char *name, const uint64_t *now, size_t n)
 		if (!seen)
 			all[k++] = v;
 	}
-	return k ? state_write_sizes(name, all, k) : 0;
+	return k ? write_sizes(name, all, k) : 0;
 }
 
 void state_hint_sizes_of(const char *path)

@@ -76,11 +76,11 @@ int state_read_file(const char *name, const char *suffix, char *buf,
 void state_remove_file(const char *name, const char *suffix);
 
 /* The sizes a mirror's components had when they were labelled (NAME.sizes:
- * where a grown component's label is, when every component grew): read
- * (the count; 0 when none is kept) and written (0 or -errno). */
+ * where a grown component's label is, when every component grew): the
+ * count read (0 when none is kept). */
 size_t state_read_sizes(const char *name, uint64_t *sizes, size_t max);
-int state_write_sizes(const char *name, const uint64_t *sizes, size_t n);
-/* Keeps the sizes the labels record now, and those kept before. */
+/* Keeps the sizes the labels record now, and those kept before (0 or
+ * -errno). */
 int state_keep_sizes(const char *name, const uint64_t *now, size_t n);
 /* bm_label_set_size_hints from name's record, or from every record that
  * lists path (clear, dump). */

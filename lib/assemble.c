@@ -111,7 +111,8 @@ static struct {
 	uint64_t size;
 	char name[BM_NAME_MAX + 1];
 } hints[BM_MAX_COMPONENTS];
-static int nhints;
+static _Atomic int nhints; /* (cleared by serve once open, while the
+                            * mirror's threads may look: the entries stay) */
 
 void bm_label_set_size_hints(const char *name, const uint64_t *sizes,
                              size_t n)

@@ -878,7 +878,9 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		 * copy from there to the end */
 		uint64_t to = (again_to + CHUNK_BYTES - 1) / CHUNK_BYTES *
 		              CHUNK_BYTES;
-		atomic_store(&t->recopy_end, to > from && to < m->size ? to : 0);
+		if (to <= from || to > m->size)
+			to = m->size; /* (to the end: as before) */
+		atomic_store(&t->recopy_end, to < m->size ? to : 0);
 		atomic_store(&t->sync_offset, from);
 		/* a stop meanwhile resumes from there, not past it */
 		if (atomic_load(&t->sync_durable) > from) {
@@ -892,8 +894,7 @@ static int sync_one(struct bm_mirror *m, struct bm_component *t)
 		        "that every ACTIVE component failed: copied again from "
 		        "offset %llu to %llu\n", m->name, t->path,
 		        (unsigned long long)(again - 1), (unsigned long long)from,
-		        (unsigned long long)(to > from && to < m->size ? to
-		                                                 : m->size));
+		        (unsigned long long)to);
 		return -EAGAIN;
 	}
 	/* Every label says t is in sync before its state does (status,

@@ -637,11 +637,6 @@ static void file_close(struct bm_backend *be)
 			        "path is held until they come back)\n",
 			        be->path, atomic_load(&fb->inflight),
 			        ABORT_CLOSE_WAIT_MS / 1000);
-			struct stat st = {.st_mode = fb->is_blockdev ? S_IFBLK
-			                                            : S_IFREG,
-			                  .st_dev = be->st_dev, .st_ino = be->st_ino,
-			                  .st_rdev = be->st_rdev};
-			left_key(&st, &fb->left_dev, &fb->left_ino);
 			if (fb->exclusive) /* (what holds the path) */
 				left_add(fb->left_dev, fb->left_ino);
 			atomic_store(&fb->abandoned, true);
@@ -910,6 +905,7 @@ int bm_file_backend_open(const char *path, bool exclusive,
 	}
 	fb->fd_buffered = fd;
 	fb->exclusive = exclusive;
+	left_key(&st, &fb->left_dev, &fb->left_ino);
 	fb->is_blockdev = S_ISBLK(st.st_mode);
 	fb->base.ops = fb->is_blockdev ? &blockdev_ops : &file_ops;
 	snprintf(fb->base.path, sizeof(fb->base.path), "%s", path);
