@@ -6,16 +6,21 @@
  * (bm_label_adopt_check) and the record is written only when they agree
  * that these are the mirror's components; serve's own assembly then
  * decides the source, as after any stop.  mdadm --assemble in spirit, but
- * it starts nothing.
+ * it starts nothing.  A component that grew since it was labelled has its
+ * label at its old end: found where the others' labels say their
+ * components ended, or, when every component grew, where --old-size says
+ * (kept in NAME.sizes, where serve looks too).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "label.h"
 #include "statedir.h"
 
 /* How long the labels may take to answer (one that never does: an NBD
@@ -68,16 +73,35 @@ int cmd_assemble(int argc, char **argv)
 {
 	char *paths[BM_MAX_COMPONENTS], **known, reply[64];
 	const char *name;
+	static const struct option longopts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{"old-size", required_argument, NULL, 'O'},
+		{NULL, 0, NULL, 0},
+	};
 	bool force = false;
-	size_t nknown;
+	size_t nknown, nold = 0;
+	uint64_t old[BM_MAX_COMPONENTS];
 	int opt, n = 0, status, rc = 0;
 
 	bm_backend_set_sync_timeout_ms(ASSEMBLE_WAIT_MS);
 	optind = 0;
-	while ((opt = cli_getopt(argc, argv, "assemble", "f", NULL,
+	while ((opt = cli_getopt(argc, argv, "assemble", "f", longopts,
 	                         &status)) != -1) {
 		switch (opt) {
 		case 'f': force = true; break;
+		case 'O':
+			if (nold == BM_MAX_COMPONENTS)
+				return cli_usage("at most %d --old-size values",
+				                 BM_MAX_COMPONENTS);
+			if (parse_size(optarg, &old[nold]) < 0 ||
+			    old[nold] < BM_MIN_COMPONENT_SIZE)
+				return cli_usage("--old-size '%s' is not a size of at "
+				                 "least %u bytes (e.g. 32G, 500GiB: the "
+				                 "size a component had when it was "
+				                 "labelled)", optarg,
+				                 BM_MIN_COMPONENT_SIZE);
+			nold++;
+			break;
 		default: return status;
 		}
 	}
@@ -135,6 +159,9 @@ int cmd_assemble(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* where grown components' labels may be: the sizes given (no
+	 * record's sizes: there is no record) */
+	bm_label_set_size_hints(name, old, nold);
 	if (bm_label_adopt_check(name, (const char *const *)paths, (size_t)n,
 	                         force) < 0) {
 		rc = cli_fail("assemble: %s", bm_last_error());
@@ -144,6 +171,12 @@ int cmd_assemble(int argc, char **argv)
 	if (err < 0) {
 		rc = cli_fail("cannot record mirror '%s' in %s: %s", name,
 		              state_dir(), strerror(-err));
+		goto out;
+	}
+	if (nold && (err = state_keep_sizes(name, old, nold)) < 0) {
+		rc = cli_fail("cannot keep the old sizes of '%s' in %s: %s; "
+		              "'blkmirror forget -f %s' and assemble again", name,
+		              state_dir(), strerror(-err), name);
 		goto out;
 	}
 	printf("%s: recorded with %d component%s from their labels; start it "

@@ -33,7 +33,7 @@ static const struct verb {
 	{"configure", cmd_configure, "configure [-b ALGORITHM] [-s SLICE] [--io-timeout SECONDS] [--sync-min RATE] [--sync-max RATE] NAME | -p PRIORITY NAME COMPONENT"},
 	{"stop", cmd_stop, "stop [-f] [--timeout TIME] NAME..."},
 	{"forget", cmd_forget, "forget [-f] NAME..."},
-	{"assemble", cmd_assemble, "assemble [-f] NAME COMPONENT..."},
+	{"assemble", cmd_assemble, "assemble [-f] [--old-size SIZE]... NAME COMPONENT..."},
 	{"insert", cmd_insert, "insert [-fi] [-p PRIORITY] [--wait] NAME COMPONENT..."},
 	{"remove", cmd_remove, "remove NAME COMPONENT..."},
 	{"destroy", cmd_destroy, "destroy [-f] NAME"},

@@ -780,35 +780,80 @@ static bool label_later(const struct bm_label *a, const struct bm_label *b)
 	return a->seq > b->seq;
 }
 
+/* Reads path's label for assemble: at its end, or (grown) at the old
+ * ends the sizes give and the size hints (bm_label_find_grown); then
+ * whether another server's lease holds it.  *none (no message) when it
+ * opened and has no label there. */
+static int adopt_read(const char *path, const uint64_t *sizes, int ns,
+                      bool grown, struct bm_label *l, bool *none)
+{
+	struct bm_backend *be;
+	int err = bm_backend_open(path, false, &be);
+
+	*none = false;
+	if (err < 0)
+		return bm_error(err, "%s; nothing was recorded", bm_last_error());
+	err = grown ? bm_label_find_grown(be, sizes, ns, l, 0)
+	            : bm_label_read_be(be, l);
+	/* a server elsewhere (another host) that serves it now: recorded
+	 * here, it would be refused at the start */
+	if (err == 0)
+		err = bm_lease_check_free(be);
+	be->ops->close(be);
+	if (err == -ENOENT)
+		*none = true;
+	else if (err < 0) /* (the message names the path) */
+		err = bm_error(err, "%s; nothing was recorded", bm_last_error());
+	return err;
+}
+
 int bm_label_adopt_check(const char *name, const char *const *paths,
                          size_t n, bool force)
 {
 	struct bm_label *l = calloc(n ? n : 1, sizeof(*l));
+	bool *at_old_end = calloc(n ? n : 1, sizeof(*at_old_end));
+	uint64_t sizes[BM_MAX_COMPONENTS];
 	size_t ref = 0;
-	int err = 0;
+	int err = 0, ns = 0;
 
-	if (!l)
+	if (!l || !at_old_end) {
+		free(l);
+		free(at_old_end);
 		return bm_error(ENOMEM, "out of memory");
+	}
+	/* labels at the components' ends first; one that grew since it was
+	 * labelled has its label where the others' labels say their
+	 * components ended (as the start looks: find_grown), or where a
+	 * size hint says (assemble --old-size) */
 	for (size_t i = 0; i < n && err == 0; i++) {
-		struct bm_backend *be;
-		bool opened = false;
-		err = bm_backend_open(paths[i], false, &be);
-		if (err == 0) {
-			opened = true;
-			err = bm_label_read_be(be, &l[i]);
-			/* a server elsewhere (another host) that serves it now:
-			 * recorded here, it would be refused at the start */
-			if (err == 0)
-				err = bm_lease_check_free(be);
-			be->ops->close(be);
+		bool none;
+		err = adopt_read(paths[i], NULL, 0, false, &l[i], &none);
+		if (none) {
+			at_old_end[i] = true;
+			err = 0;
+			continue;
 		}
-		if (err == -ENOENT && opened)
-			err = bm_error(ENOENT, "%s carries no blkmirror label; "
-			               "nothing was recorded", paths[i]);
-		else if (err < 0) /* (the message names the path) */
-			err = bm_error(err, "%s; nothing was recorded",
-			               bm_last_error());
-		else if (strcmp(l[i].name, name) != 0)
+		bool seen = false;
+		for (int k = 0; k < ns && !seen; k++)
+			seen = sizes[k] == l[i].component_size;
+		if (err == 0 && !seen && ns < BM_MAX_COMPONENTS)
+			sizes[ns++] = l[i].component_size;
+	}
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (!at_old_end[i])
+			continue;
+		bool none;
+		err = adopt_read(paths[i], sizes, ns, true, &l[i], &none);
+		if (none)
+			err = bm_error(ENOENT, "%s carries no blkmirror label (not at "
+			               "its end, nor where the others' labels say it "
+			               "may have ended); if it grew since it was "
+			               "labelled, give the size it had then with "
+			               "--old-size SIZE; nothing was recorded",
+			               paths[i]);
+	}
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (strcmp(l[i].name, name) != 0)
 			err = bm_error(EINVAL, "%s carries the label of mirror "
 			               "'%s', not '%s'; nothing was recorded",
 			               paths[i], l[i].name, name);
@@ -822,6 +867,7 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 		else if (label_later(&l[i], &l[ref]))
 			ref = i;
 	}
+	free(at_old_end);
 	for (size_t i = 0; i < n && err == 0; i++)
 		for (size_t k = 0; k < i && err == 0; k++)
 			if (l[i].component_id == l[k].component_id)
