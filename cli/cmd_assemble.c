@@ -162,21 +162,26 @@ int cmd_assemble(int argc, char **argv)
 	/* where grown components' labels may be: the sizes given (no
 	 * record's sizes: there is no record) */
 	bm_label_set_size_hints(name, old, nold);
-	if (bm_label_adopt_check(name, (const char *const *)paths, (size_t)n,
-	                         force) < 0) {
+	uint64_t sizes[BM_MAX_COMPONENTS];
+	size_t nsizes = 0;
+	if (bm_label_adopt_check_sizes(name, (const char *const *)paths,
+	                               (size_t)n, force, sizes, &nsizes) < 0) {
 		rc = cli_fail("assemble: %s", bm_last_error());
 		goto out;
 	}
-	int err = state_write_components(name, paths, (size_t)n);
+	/* the sizes the labels record (a grown component's label is at its
+	 * old end), before the record: sizes alone are harmless if the
+	 * record then fails, a record without them may not start */
+	int err = state_keep_sizes(name, sizes, nsizes);
+	if (err < 0) {
+		rc = cli_fail("cannot keep the sizes of '%s' in %s: %s; nothing "
+		              "was recorded", name, state_dir(), strerror(-err));
+		goto out;
+	}
+	err = state_write_components(name, paths, (size_t)n);
 	if (err < 0) {
 		rc = cli_fail("cannot record mirror '%s' in %s: %s", name,
 		              state_dir(), strerror(-err));
-		goto out;
-	}
-	if (nold && (err = state_keep_sizes(name, old, nold)) < 0) {
-		rc = cli_fail("cannot keep the old sizes of '%s' in %s: %s; "
-		              "'blkmirror forget -f %s' and assemble again", name,
-		              state_dir(), strerror(-err), name);
 		goto out;
 	}
 	printf("%s: recorded with %d component%s from their labels; start it "

@@ -86,6 +86,12 @@ int bm_label_probe_opened(const char *path, char *name, size_t len,
  * reason in bm_last_error(). */
 int bm_label_adopt_check(const char *name, const char *const *paths,
                          size_t n, bool force);
+/* The same, and the sizes the labels taken record (each once; at most
+ * BM_MAX_COMPONENTS into sizes), where a grown component's label is: what
+ * a record keeps for serve (NAME.sizes).  sizes and n_sizes may be NULL. */
+int bm_label_adopt_check_sizes(const char *name, const char *const *paths,
+                               size_t n, bool force, uint64_t *sizes,
+                               size_t *n_sizes);
 
 /* One-word state of a component from its label alone, for a mirror that is
  * not running: "clean", "dirty", "synchronizing 45%", or an error. */

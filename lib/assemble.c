@@ -807,32 +807,68 @@ static int adopt_read(const char *path, const uint64_t *sizes, int ns,
 	return err;
 }
 
+/* The refusal when path's label is NAME's wrong mirror (another name,
+ * or another id than the reference label's), else 0. */
+static int adopt_same_mirror(const char *name, const char *path,
+                             const struct bm_label *l, const char *ref_path,
+                             const struct bm_label *ref)
+{
+	if (strcmp(l->name, name) != 0)
+		return bm_error(EINVAL, "%s carries the label of mirror '%s', not "
+		                "'%s'; nothing was recorded", path, l->name, name);
+	if (l->mirror_id != ref->mirror_id)
+		return bm_error(EINVAL, "%s and %s carry labels of two different "
+		                "mirrors named '%s' (ids %016llx and %016llx); give "
+		                "the components of one; nothing was recorded",
+		                ref_path, path, name,
+		                (unsigned long long)ref->mirror_id,
+		                (unsigned long long)l->mirror_id);
+	return 0;
+}
+
 int bm_label_adopt_check(const char *name, const char *const *paths,
                          size_t n, bool force)
+{
+	return bm_label_adopt_check_sizes(name, paths, n, force, NULL, NULL);
+}
+
+int bm_label_adopt_check_sizes(const char *name, const char *const *paths,
+                               size_t n, bool force, uint64_t *sizes_out,
+                               size_t *nsizes_out)
 {
 	struct bm_label *l = calloc(n ? n : 1, sizeof(*l));
 	bool *at_old_end = calloc(n ? n : 1, sizeof(*at_old_end));
 	uint64_t sizes[BM_MAX_COMPONENTS];
-	size_t ref = 0;
+	size_t ref = 0, first = n;
 	int err = 0, ns = 0;
 
+	if (nsizes_out)
+		*nsizes_out = 0;
 	if (!l || !at_old_end) {
 		free(l);
 		free(at_old_end);
 		return bm_error(ENOMEM, "out of memory");
 	}
-	/* labels at the components' ends first; one that grew since it was
-	 * labelled has its label where the others' labels say their
-	 * components ended (as the start looks: find_grown), or where a
-	 * size hint says (assemble --old-size) */
+	/* labels at the components' ends first, and whether they are all
+	 * NAME's, one mirror's; one that grew since it was labelled has its
+	 * label where those labels say their components ended (as the start
+	 * looks: find_grown), or where a size hint says (assemble
+	 * --old-size) */
 	for (size_t i = 0; i < n && err == 0; i++) {
 		bool none;
 		err = adopt_read(paths[i], NULL, 0, false, &l[i], &none);
 		if (none) {
 			at_old_end[i] = true;
 			err = 0;
-			continue;
+		} else if (err == 0 && first == n) {
+			first = i;
 		}
+	}
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (at_old_end[i])
+			continue;
+		err = adopt_same_mirror(name, paths[i], &l[i], paths[first],
+		                        &l[first]);
 		bool seen = false;
 		for (int k = 0; k < ns && !seen; k++)
 			seen = sizes[k] == l[i].component_size;
@@ -844,28 +880,35 @@ int bm_label_adopt_check(const char *name, const char *const *paths,
 			continue;
 		bool none;
 		err = adopt_read(paths[i], sizes, ns, true, &l[i], &none);
-		if (none)
-			err = bm_error(ENOENT, "%s carries no blkmirror label (not at "
-			               "its end, nor where the others' labels say it "
-			               "may have ended); if it grew since it was "
-			               "labelled, give the size it had then with "
-			               "--old-size SIZE; nothing was recorded",
-			               paths[i]);
+		if (none && ns == 0 && nhints == 0)
+			err = bm_error(ENOENT, "%s carries no blkmirror label at its "
+			               "end; if it grew since it was labelled, give "
+			               "the size it had then with --old-size SIZE; "
+			               "nothing was recorded", paths[i]);
+		else if (none)
+			err = bm_error(ENOENT, "%s carries no blkmirror label, at its "
+			               "end or at the old ends the others' labels "
+			               "and --old-size give; if it grew since it was "
+			               "labelled, give the size it had then (to "
+			               "4 KiB) with --old-size SIZE; nothing was "
+			               "recorded", paths[i]);
+		if (err == 0 && first == n)
+			first = i;
+		if (err == 0)
+			err = adopt_same_mirror(name, paths[i], &l[i], paths[first],
+			                        &l[first]);
 	}
-	for (size_t i = 0; i < n && err == 0; i++) {
-		if (strcmp(l[i].name, name) != 0)
-			err = bm_error(EINVAL, "%s carries the label of mirror "
-			               "'%s', not '%s'; nothing was recorded",
-			               paths[i], l[i].name, name);
-		else if (l[i].mirror_id != l[0].mirror_id)
-			err = bm_error(EINVAL, "%s and %s carry labels of two "
-			               "different mirrors named '%s' (ids %016llx "
-			               "and %016llx); give the components of one; "
-			               "nothing was recorded", paths[0], paths[i],
-			               name, (unsigned long long)l[0].mirror_id,
-			               (unsigned long long)l[i].mirror_id);
-		else if (label_later(&l[i], &l[ref]))
+	for (size_t i = 0; i < n && err == 0; i++)
+		if (label_later(&l[i], &l[ref]))
 			ref = i;
+	/* the sizes the labels taken were written at (where a grown one's
+	 * is): what the record keeps for serve */
+	for (size_t i = 0; i < n && err == 0 && sizes_out && nsizes_out; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < *nsizes_out && !seen; k++)
+			seen = sizes_out[k] == l[i].component_size;
+		if (!seen && *nsizes_out < BM_MAX_COMPONENTS)
+			sizes_out[(*nsizes_out)++] = l[i].component_size;
 	}
 	free(at_old_end);
 	for (size_t i = 0; i < n && err == 0; i++)

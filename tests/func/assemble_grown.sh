@@ -37,8 +37,11 @@ expect_usage "old-size '1k' is not a size of at least" bm assemble --old-size 1k
 expect_usage "old-size 'lots' is not a size" bm assemble --old-size lots m0 "$T/a" "$T/b"
 # a wrong old size finds nothing either
 expect_error "$T/a carries no blkmirror label" bm assemble --old-size 30M m0 "$T/a" "$T/b"
-out=$(bm assemble --old-size 32M m0 "$T/a" "$T/b") || fail "assemble --old-size: $out"
+out=$(bm assemble --old-size 30M --old-size 32M m0 "$T/a" "$T/b") || fail "assemble --old-size: $out"
 has "m0: recorded with 2 components" <<<"$out" || fail "assemble --old-size said: $out"
+# the record keeps the size the labels were found at, not the wrong guess
+has -x 33554432 "$BLKMIRROR_STATE_DIR/m0.sizes" || fail "m0.sizes: $(cat "$BLKMIRROR_STATE_DIR/m0.sizes")"
+has -x 31457280 "$BLKMIRROR_STATE_DIR/m0.sizes" && fail "the wrong guess was kept: $(cat "$BLKMIRROR_STATE_DIR/m0.sizes")"
 [ "$(md5sum "$T/a" "$T/b")" = "$sum_before" ] || fail "assemble --old-size wrote on a component"
 serve m0
 out=$(bm status m0) || fail "not COMPLETE after assemble --old-size: $out"
@@ -51,3 +54,9 @@ cmp -n $((30 * MIB)) "$T/a" "$T/b" || fail "the copies differ"
 for f in a b; do
   [ "$(tail -c $((8 * MIB)) "$T/$f" | tr -d '\0' | wc -c)" -eq 0 ] || fail "a label was written at $f's new end"
 done
+# another mirror's component beside a blank disk: the wrong mirror is
+# what is said, not the blank disk's missing label
+mkimg 32 c d blank
+bm label -n other "$T/c" "$T/d" >/dev/null
+bm forget -f other >/dev/null || fail "forget -f other"
+expect_error "$T/c carries the label of mirror 'other', not 'm1'; nothing was recorded" bm assemble m1 "$T/c" "$T/blank"

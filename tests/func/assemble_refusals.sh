@@ -15,7 +15,7 @@ expect_usage "invalid mirror name '-x'" bm assemble -- -x "$T/a"
 expect_usage "invalid mirror name 'a/b'" bm assemble a/b "$T/a"
 sums() { md5sum "$T"/a "$T"/b "$T"/blank "$T"/o1; }
 before=$(sums)
-expect_error "$T/blank carries no blkmirror label \\(not at its end, nor where the others. labels say it may have ended\\); if it grew since it was labelled, give the size it had then with --old-size SIZE; nothing was recorded" bm assemble m0 "$T/a" "$T/blank"
+expect_error "$T/blank carries no blkmirror label, at its end or at the old ends the others. labels and --old-size give; if it grew since it was labelled, give the size it had then \\(to 4 KiB\\) with --old-size SIZE; nothing was recorded" bm assemble m0 "$T/a" "$T/blank"
 expect_error "$T/nope: no such file or device; nothing was recorded" bm assemble m0 "$T/a" "$T/nope"
 expect_error "$T/a is given twice" bm assemble m0 "$T/a" "$T/a"
 ln -s "$T/a" "$T/a.link"
