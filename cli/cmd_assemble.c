@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

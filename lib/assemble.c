@@ -807,6 +807,16 @@ static int adopt_read(const char *path, const uint64_t *sizes, int ns,
 	return err;
 }
 
+/* Adds v to list[*n] unless it is there already (or the list is full). */
+static void add_size_once(uint64_t *list, size_t *n, uint64_t v)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (list[k] == v)
+			return;
+	if (*n < BM_MAX_COMPONENTS)
+		list[(*n)++] = v;
+}
+
 /* The refusal when path's label is NAME's wrong mirror (another name,
  * or another id than the reference label's), else 0. */
 static int adopt_same_mirror(const char *name, const char *path,
@@ -839,8 +849,8 @@ int bm_label_adopt_check_sizes(const char *name, const char *const *paths,
 	struct bm_label *l = calloc(n ? n : 1, sizeof(*l));
 	bool *at_old_end = calloc(n ? n : 1, sizeof(*at_old_end));
 	uint64_t sizes[BM_MAX_COMPONENTS];
-	size_t ref = 0, first = n;
-	int err = 0, ns = 0;
+	size_t ref = 0, first = n, ns = 0;
+	int err = 0;
 
 	if (nsizes_out)
 		*nsizes_out = 0;
@@ -869,17 +879,14 @@ int bm_label_adopt_check_sizes(const char *name, const char *const *paths,
 			continue;
 		err = adopt_same_mirror(name, paths[i], &l[i], paths[first],
 		                        &l[first]);
-		bool seen = false;
-		for (int k = 0; k < ns && !seen; k++)
-			seen = sizes[k] == l[i].component_size;
-		if (err == 0 && !seen && ns < BM_MAX_COMPONENTS)
-			sizes[ns++] = l[i].component_size;
+		if (err == 0)
+			add_size_once(sizes, &ns, l[i].component_size);
 	}
 	for (size_t i = 0; i < n && err == 0; i++) {
 		if (!at_old_end[i])
 			continue;
 		bool none;
-		err = adopt_read(paths[i], sizes, ns, true, &l[i], &none);
+		err = adopt_read(paths[i], sizes, (int)ns, true, &l[i], &none);
 		if (none && ns == 0 && nhints == 0)
 			err = bm_error(ENOENT, "%s carries no blkmirror label at its "
 			               "end; if it grew since it was labelled, give "
@@ -903,13 +910,8 @@ int bm_label_adopt_check_sizes(const char *name, const char *const *paths,
 			ref = i;
 	/* the sizes the labels taken were written at (where a grown one's
 	 * is): what the record keeps for serve */
-	for (size_t i = 0; i < n && err == 0 && sizes_out && nsizes_out; i++) {
-		bool seen = false;
-		for (size_t k = 0; k < *nsizes_out && !seen; k++)
-			seen = sizes_out[k] == l[i].component_size;
-		if (!seen && *nsizes_out < BM_MAX_COMPONENTS)
-			sizes_out[(*nsizes_out)++] = l[i].component_size;
-	}
+	for (size_t i = 0; i < n && err == 0 && sizes_out && nsizes_out; i++)
+		add_size_once(sizes_out, nsizes_out, l[i].component_size);
 	free(at_old_end);
 	for (size_t i = 0; i < n && err == 0; i++)
 		for (size_t k = 0; k < i && err == 0; k++)
