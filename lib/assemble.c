@@ -1456,7 +1456,7 @@ static void find_grown(struct bm_mirror *m, const char *name, uint32_t mask)
 		if (err == 0 && strcmp(found.name, name) == 0 &&
 		    named_by_members(m, mask, found.component_id)) {
 			c->label = found;
-			c->label_seq_landed = c->label.seq;
+			bm_comp_label_on_disk(c);
 			c->why[0] = '\0';
 			fprintf(stderr, "blkmirror: %s: %s grew from %" PRIu64
 			        " to %" PRIu64 " bytes since it was labelled: its "
@@ -1570,7 +1570,7 @@ int bm_mirror_open_forced(const char *name, const char *const *paths,
 			continue;
 		}
 		if (err == 0)
-			c->label_seq_landed = c->label.seq; /* (on its disk) */
+			bm_comp_label_on_disk(c);
 		if (err < 0) {
 			absent(c, bm_last_error());
 			fprintf(stderr, "blkmirror: %s: leaving out %s\n", name,

@@ -453,6 +453,9 @@ int bm_mirror_insert(bm_mirror *m, const char *path,
 	atomic_store(&c->read_errors, 0);
 	atomic_fetch_add(&c->epoch, 1);
 	c->label_stale = false;
+	c->label_seq_landed = 0; /* (nothing of ours on its disk yet) */
+	c->events_on_disk = 0;
+	c->full_on_disk = false;
 	c->hang_warned = false;
 	c->inactive_abort_said = false;
 	c->rejoin = false;
@@ -761,7 +764,7 @@ int bm_live_rejoin(struct bm_mirror *m, int idx)
 
 	pthread_mutex_lock(&m->meta_lock);
 	c->label = lab;
-	c->label_seq_landed = lab.seq; /* (read from its disk) */
+	bm_comp_label_on_disk(c); /* (read from its disk) */
 	c->known_id = lab.component_id;
 	c->be = be;
 	atomic_store(&c->sync_offset, 0);

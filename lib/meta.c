@@ -140,6 +140,49 @@ static void record_members(struct bm_mirror *m, struct bm_component *c)
 		c->label.last_write = (uint64_t)time(NULL);
 }
 
+/* meta_lock held: the most events a label that is not full may carry: the
+ * fewest a full label holds on the disk of a component still ACTIVE, each
+ * of them a possible source of the next start (the one with most events
+ * leads, and any may be the one left; assembly_decide.c rule 4 compares
+ * events only).  Not the highest ever landed full (m->events_landed), nor
+ * the highest of the ACTIVE ones: a copy that ended (its full label
+ * landed a new count) while another ACTIVE component's label writes
+ * failed, and that was then failed or copied again, would carry a count
+ * the other's disk lacks, and the next start would take that one for an
+ * older copy put back and refuse; so would a component inserted INACTIVE
+ * meanwhile (insert -i), whose label nothing rewrites later.  Fewer than
+ * the source's only costs a copy that resumes: it starts again from 0.
+ * With no such ACTIVE component (a mark whose label writes failed while
+ * another was being deactivated, say), the fewest on any disk in the
+ * mirror that holds a full label; with none at all, m->events_landed. */
+static uint64_t events_cap(const struct bm_mirror *m,
+                           const struct bm_component *for_c)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t cap = 0;
+		bool any = false;
+		for (int i = 0; i < m->ncomp; i++) {
+			const struct bm_component *c = &m->comp[i];
+			int st = atomic_load(&c->state);
+			if (c == for_c || st == BM_CS_REMOVED ||
+			    !c->full_on_disk || !c->label_seq_landed)
+				continue;
+			/* (one whose label no longer says full is leaving: a
+			 * rebuild of an ACTIVE component marks its label
+			 * first) */
+			if (pass == 0 && (st != BM_CS_ACTIVE ||
+			                  !bm_label_full(&c->label)))
+				continue;
+			if (!any || c->events_on_disk < cap)
+				cap = c->events_on_disk;
+			any = true;
+		}
+		if (any)
+			return cap < m->events_landed ? cap : m->events_landed;
+	}
+	return m->events_landed;
+}
+
 /* meta_lock held: what c's next label write says beyond what the caller
  * set: the members, a new seq, the copy's progress. */
 static void label_prepare(struct bm_mirror *m, struct bm_component *c)
@@ -153,8 +196,11 @@ static void label_prepare(struct bm_mirror *m, struct bm_component *c)
 	 * copy put back (assembly_decide.c rule 4), and that must not happen
 	 * because a full label's write failed or had not landed yet (a mark
 	 * writes the full labels first: bm_meta_write_all_labels). */
-	if (!bm_label_full(&c->label) && c->label.events > m->events_landed)
-		c->label.events = m->events_landed;
+	if (!bm_label_full(&c->label)) {
+		uint64_t cap = events_cap(m, c);
+		if (c->label.events > cap)
+			c->label.events = cap;
+	}
 	c->label.version = BM_LABEL_VERSION; /* (what encode writes) */
 	c->label.sync_offset =
 		label_state(c) == BM_CS_SYNCHRONIZING
@@ -172,7 +218,7 @@ static int label_result(struct bm_mirror *m, struct bm_component *c, int err)
 	c->label_stale = err < 0;
 	c->label_err = err;
 	if (err == 0)
-		c->label_seq_landed = c->label.seq;
+		bm_comp_label_on_disk(c);
 	if (err == 0 && bm_label_full(&c->label) &&
 	    c->label.events > m->events_landed)
 		m->events_landed = c->label.events;

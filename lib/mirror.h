@@ -207,6 +207,10 @@ struct bm_component {
 	                                   write that succeeded (0: none yet);
 	                                   its disk holds one from there to
 	                                   label.seq (recover.c history) */
+	uint64_t events_on_disk;        /* meta_lock: the events of that label
+	                                   (or of the one read from its disk) */
+	bool full_on_disk;              /* meta_lock: and whether it was full
+	                                   (meta.c events_cap) */
 	atomic_uint_fast64_t writes_done;  /* compio.c: client writes it took */
 	atomic_uint_fast64_t flushed_upto; /* writes_done as of the issue of
 	                                   its last client flush that ended
@@ -336,6 +340,15 @@ void bm_comp_patience(struct bm_mirror *m, struct bm_component *c,
  * for the full components' labels, then for the copies'). */
 void bm_comp_patience_locked(struct bm_mirror *m, struct bm_component *c,
                              struct bm_patience *p);
+
+/* meta_lock held (or the mirror not yet running): c's disk holds the label
+ * in c->label, written by us or read from it. */
+static inline void bm_comp_label_on_disk(struct bm_component *c)
+{
+	c->label_seq_landed = c->label.seq;
+	c->events_on_disk = c->label.events;
+	c->full_on_disk = bm_label_full(&c->label);
+}
 
 /* Every state but REMOVED: what status, list and stat show. */
 static inline bool bm_comp_present(const struct bm_component *c)
