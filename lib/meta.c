@@ -140,6 +140,33 @@ static void record_members(struct bm_mirror *m, struct bm_component *c)
 		c->label.last_write = (uint64_t)time(NULL);
 }
 
+/* meta_lock held: the fewest events on the disk of a component other
+ * than for_c whose label there is full (and, if active_only, that is
+ * still ACTIVE with a full label in memory); false if there is none. */
+static bool fewest_full_on_disk(const struct bm_mirror *m,
+                                const struct bm_component *for_c,
+                                bool active_only, uint64_t *fewest)
+{
+	bool any = false;
+
+	for (int i = 0; i < m->ncomp; i++) {
+		const struct bm_component *c = &m->comp[i];
+		int st = atomic_load(&c->state);
+		if (c == for_c || st == BM_CS_REMOVED || !c->full_on_disk ||
+		    !c->label_seq_landed)
+			continue;
+		/* (one whose label no longer says full is leaving: a rebuild
+		 * of an ACTIVE component marks its label first) */
+		if (active_only &&
+		    (st != BM_CS_ACTIVE || !bm_label_full(&c->label)))
+			continue;
+		if (!any || c->events_on_disk < *fewest)
+			*fewest = c->events_on_disk;
+		any = true;
+	}
+	return any;
+}
+
 /* meta_lock held: the most events a label that is not full may carry: the
  * fewest a full label holds on the disk of a component still ACTIVE, each
  * of them a possible source of the next start (the one with most events
@@ -158,29 +185,12 @@ static void record_members(struct bm_mirror *m, struct bm_component *c)
 static uint64_t events_cap(const struct bm_mirror *m,
                            const struct bm_component *for_c)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		uint64_t cap = 0;
-		bool any = false;
-		for (int i = 0; i < m->ncomp; i++) {
-			const struct bm_component *c = &m->comp[i];
-			int st = atomic_load(&c->state);
-			if (c == for_c || st == BM_CS_REMOVED ||
-			    !c->full_on_disk || !c->label_seq_landed)
-				continue;
-			/* (one whose label no longer says full is leaving: a
-			 * rebuild of an ACTIVE component marks its label
-			 * first) */
-			if (pass == 0 && (st != BM_CS_ACTIVE ||
-			                  !bm_label_full(&c->label)))
-				continue;
-			if (!any || c->events_on_disk < cap)
-				cap = c->events_on_disk;
-			any = true;
-		}
-		if (any)
-			return cap < m->events_landed ? cap : m->events_landed;
-	}
-	return m->events_landed;
+	uint64_t cap = 0;
+
+	if (!fewest_full_on_disk(m, for_c, true, &cap) &&
+	    !fewest_full_on_disk(m, for_c, false, &cap))
+		return m->events_landed;
+	return cap < m->events_landed ? cap : m->events_landed;
 }
 
 /* meta_lock held: what c's next label write says beyond what the caller

@@ -1,4 +1,4 @@
-# A label that is not full (a component being copied, or deactivated)
+# A label that is not full (a component being copied, or INACTIVE)
 # never records more events than the disk of any ACTIVE component holds
 # (meta.c events_cap), not just no more than some full label once held.
 # Here a's label writes fail (a stays the ACTIVE source, client writes are
